@@ -1,0 +1,72 @@
+//! `CTXGATE_*` environment variables as a configuration source.
+//!
+//! The environment is read through [`EnvSource`] so tests hand in a map instead of mutating the process
+//! environment (which is global state shared by every test thread). Each variable names one field:
+//! `CTXGATE_<SECTION>_<FIELD>` in upper case, e.g. `CTXGATE_UPSTREAM_URL`, `CTXGATE_SERVER_LISTEN`.
+
+use std::collections::HashMap;
+
+use super::ConfigError;
+use super::raw::RawConfig;
+
+/// Where environment variables come from.
+pub trait EnvSource {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+pub struct ProcessEnv;
+
+impl EnvSource for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+impl EnvSource for HashMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).cloned()
+    }
+}
+
+fn number(env: &dyn EnvSource, name: &str) -> Result<Option<u64>, ConfigError> {
+    match env.var(name) {
+        None => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ConfigError::Invalid {
+                key: name.to_string(),
+                message: format!("expected a whole number, got {v:?}"),
+            }),
+    }
+}
+
+fn list(env: &dyn EnvSource, name: &str) -> Option<Vec<String>> {
+    env.var(name).map(|v| {
+        v.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    })
+}
+
+/// Reads every `CTXGATE_*` variable ctxgate knows into a raw config layer.
+pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
+    let mut raw = RawConfig::default();
+    raw.server.listen = env.var("CTXGATE_SERVER_LISTEN");
+    raw.server.max_body_bytes = number(env, "CTXGATE_SERVER_MAX_BODY_BYTES")?;
+    raw.server.shutdown_grace_secs = number(env, "CTXGATE_SERVER_SHUTDOWN_GRACE_SECS")?;
+    raw.upstream.url = env.var("CTXGATE_UPSTREAM_URL");
+    raw.upstream.api_key_env = env.var("CTXGATE_UPSTREAM_API_KEY_ENV");
+    raw.upstream.connect_timeout_ms = number(env, "CTXGATE_UPSTREAM_CONNECT_TIMEOUT_MS")?;
+    raw.upstream.read_timeout_ms = number(env, "CTXGATE_UPSTREAM_READ_TIMEOUT_MS")?;
+    raw.upstream.stream_idle_timeout_ms = number(env, "CTXGATE_UPSTREAM_STREAM_IDLE_TIMEOUT_MS")?;
+    raw.auth.keys = list(env, "CTXGATE_AUTH_KEYS");
+    raw.store.path = env.var("CTXGATE_STORE_PATH");
+    raw.log.format = env.var("CTXGATE_LOG_FORMAT");
+    raw.log.level = env.var("CTXGATE_LOG_LEVEL");
+    Ok(raw)
+}

@@ -1,0 +1,281 @@
+//! Typed configuration: defaults < `config/ctxgate.toml` < `CTXGATE_*` < command-line flags.
+//!
+//! Loading happens in two stages. The sources are parsed into [`raw::RawConfig`] layers (every field optional,
+//! unknown keys rejected with their path) and overlaid; [`Config::resolve`] then checks the merged layer and fills
+//! every gap from the named defaults below. Everything downstream sees only the checked [`Config`].
+
+pub mod env;
+pub mod raw;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use raw::RawConfig;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_UPSTREAM: &str = "https://api.openai.com/v1";
+pub const DEFAULT_STORE_PATH: &str = "data/ctxgate.redb";
+/// 64 MiB: large enough for a long agent transcript, small enough to refuse a runaway client.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+/// Wait for the upstream's response headers. A non-streaming reasoning call can think for minutes before its
+/// first byte, so this is generous.
+pub const DEFAULT_READ_TIMEOUT_MS: u64 = 600_000;
+/// Longest silence tolerated inside a response body; a stream is never cut for its total length.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid setting {key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The checked configuration every part of ctxgate reads.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub max_body_bytes: u64,
+    pub shutdown_grace: Duration,
+    pub upstream: UpstreamConfig,
+    pub auth: AuthConfig,
+    pub store_path: PathBuf,
+    pub log_format: LogFormat,
+    pub log_level: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// Base URL ending before the route, e.g. `https://api.openai.com/v1`; client paths under `/v1/` are appended
+    /// after stripping their `/v1`.
+    pub url: reqwest::Url,
+    /// Name of the environment variable holding the proxy-held upstream key, when ctxgate holds the credential.
+    pub api_key_env: Option<String>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub stream_idle_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AuthConfig {
+    /// Client keys accepted when ctxgate holds the upstream credential.
+    pub keys: Vec<String>,
+}
+
+impl Config {
+    /// Loads the file (when given or when the default `config/ctxgate.toml` exists), then the environment, then
+    /// the flags' layer.
+    pub fn load(
+        file: Option<&Path>,
+        env: &dyn env::EnvSource,
+        flags: RawConfig,
+    ) -> Result<Config, ConfigError> {
+        let from_file = match file {
+            Some(path) => read_file(path)?,
+            None => {
+                let default = Path::new("config/ctxgate.toml");
+                if default.exists() {
+                    read_file(default)?
+                } else {
+                    RawConfig::default()
+                }
+            }
+        };
+        let merged = from_file.overlay(env::from_env(env)?).overlay(flags);
+        Config::resolve(merged)
+    }
+
+    /// Checks a merged raw layer and fills in defaults.
+    pub fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
+        let listen_text = raw.server.listen.unwrap_or_else(|| DEFAULT_LISTEN.into());
+        let listen = listen_text
+            .parse::<SocketAddr>()
+            .map_err(|e| invalid("server.listen", format!("{listen_text:?}: {e}")))?;
+        let url_text = raw.upstream.url.unwrap_or_else(|| DEFAULT_UPSTREAM.into());
+        let url = reqwest::Url::parse(url_text.trim_end_matches('/'))
+            .map_err(|e| invalid("upstream.url", format!("{url_text:?}: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(
+                "upstream.url",
+                "must be an http or https URL".into(),
+            ));
+        }
+        let max_body_bytes = raw.server.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if max_body_bytes == 0 {
+            return Err(invalid("server.max_body_bytes", "must be positive".into()));
+        }
+        let log_format = match raw.log.format.as_deref().unwrap_or("text") {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(invalid(
+                    "log.format",
+                    format!("{other:?}: expected \"text\" or \"json\""),
+                ));
+            }
+        };
+        let keys = raw.auth.keys.unwrap_or_default();
+        let api_key_env = raw.upstream.api_key_env.filter(|s| !s.is_empty());
+        if api_key_env.is_some() && keys.is_empty() {
+            return Err(invalid(
+                "auth.keys",
+                "upstream.api_key_env is set, so ctxgate holds the upstream key: list the client keys it accepts"
+                    .into(),
+            ));
+        }
+        let ms = |v: Option<u64>, d: u64, key: &str| -> Result<Duration, ConfigError> {
+            match v.unwrap_or(d) {
+                0 => Err(invalid(key, "must be positive".into())),
+                n => Ok(Duration::from_millis(n)),
+            }
+        };
+        Ok(Config {
+            listen,
+            max_body_bytes,
+            shutdown_grace: Duration::from_secs(
+                raw.server
+                    .shutdown_grace_secs
+                    .unwrap_or(DEFAULT_SHUTDOWN_GRACE_SECS),
+            ),
+            upstream: UpstreamConfig {
+                url,
+                api_key_env,
+                connect_timeout: ms(
+                    raw.upstream.connect_timeout_ms,
+                    DEFAULT_CONNECT_TIMEOUT_MS,
+                    "upstream.connect_timeout_ms",
+                )?,
+                read_timeout: ms(
+                    raw.upstream.read_timeout_ms,
+                    DEFAULT_READ_TIMEOUT_MS,
+                    "upstream.read_timeout_ms",
+                )?,
+                stream_idle_timeout: ms(
+                    raw.upstream.stream_idle_timeout_ms,
+                    DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+                    "upstream.stream_idle_timeout_ms",
+                )?,
+            },
+            auth: AuthConfig { keys },
+            store_path: PathBuf::from(raw.store.path.unwrap_or_else(|| DEFAULT_STORE_PATH.into())),
+            log_format,
+            log_level: raw.log.level.unwrap_or_else(|| "info".into()),
+        })
+    }
+}
+
+fn invalid(key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        message,
+    }
+}
+
+fn read_file(path: &Path) -> Result<RawConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_toml(path, &text)
+}
+
+/// Parses a config file's text; errors name the offending key path (e.g. `unknown field `lisen`` under
+/// `[server]`) and the line.
+pub fn parse_toml(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
+    toml::from_str::<RawConfig>(text).map_err(|e| ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string().trim_end().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        let c = Config::resolve(RawConfig::default()).unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.upstream.url.as_str(), "https://api.openai.com/v1");
+        assert_eq!(c.store_path, PathBuf::from(DEFAULT_STORE_PATH));
+        assert_eq!(c.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+    }
+
+    #[test]
+    fn file_then_env_then_flags() {
+        let file = parse_toml(
+            Path::new("t.toml"),
+            "[server]\nlisten = \"127.0.0.1:1\"\nmax_body_bytes = 10\n[upstream]\nurl = \"http://file/v1\"\n",
+        )
+        .unwrap();
+        let from_env = env::from_env(&env(&[
+            ("CTXGATE_SERVER_LISTEN", "127.0.0.1:2"),
+            ("CTXGATE_UPSTREAM_URL", "http://env/v1"),
+        ]))
+        .unwrap();
+        let mut flags = RawConfig::default();
+        flags.upstream.url = Some("http://flag/v1".into());
+        let c = Config::resolve(file.overlay(from_env).overlay(flags)).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:2");
+        assert_eq!(c.upstream.url.as_str(), "http://flag/v1");
+        assert_eq!(c.max_body_bytes, 10);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = parse_toml(Path::new("t.toml"), "[server]\nlisen = \"x\"\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("lisen"), "{text}");
+    }
+
+    #[test]
+    fn proxy_held_key_needs_client_keys() {
+        let mut raw = RawConfig::default();
+        raw.upstream.api_key_env = Some("OPENAI_API_KEY".into());
+        let err = Config::resolve(raw).unwrap_err();
+        assert!(err.to_string().contains("auth.keys"));
+    }
+
+    #[test]
+    fn bad_env_number_is_a_clear_error() {
+        let err = env::from_env(&env(&[("CTXGATE_SERVER_MAX_BODY_BYTES", "lots")])).unwrap_err();
+        assert!(err.to_string().contains("CTXGATE_SERVER_MAX_BODY_BYTES"));
+    }
+
+    #[test]
+    fn shipped_config_file_parses_and_matches_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ctxgate.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let raw = parse_toml(&path, &text).unwrap();
+        let c = Config::resolve(raw).unwrap();
+        let d = Config::resolve(RawConfig::default()).unwrap();
+        assert_eq!(c.listen, d.listen);
+        assert_eq!(c.upstream.url, d.upstream.url);
+        assert_eq!(c.max_body_bytes, d.max_body_bytes);
+        assert_eq!(c.upstream.read_timeout, d.upstream.read_timeout);
+        assert_eq!(c.store_path, d.store_path);
+    }
+}

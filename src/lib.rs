@@ -1,0 +1,105 @@
+//! ctxgate: a reverse proxy in front of OpenAI-style Responses APIs that keeps agent transcripts small.
+//!
+//! [`App::build`] turns a checked [`config::Config`] into the shared state every request uses (upstream client,
+//! credentials, store, metrics, pipeline stages); [`App::serve`] runs it until a shutdown signal. The binary in
+//! `main.rs` is only argument parsing around these two calls.
+
+pub mod config;
+pub mod proxy;
+pub mod responses;
+pub mod server;
+pub mod store;
+pub mod telemetry;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use config::Config;
+use proxy::auth::Credentials;
+use proxy::error::ProxyError;
+use proxy::upstream::Upstream;
+use server::AppState;
+use store::StoreError;
+use store::redb::RedbStore;
+use telemetry::Metrics;
+
+/// Why ctxgate could not start. Each names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("upstream.api_key_env names {0}, but that environment variable is not set")]
+    MissingUpstreamKey(String),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A built ctxgate, ready to serve.
+pub struct App {
+    pub state: Arc<AppState>,
+}
+
+impl App {
+    /// Builds the shared state: opens the store, prepares the upstream client and credentials. `env` supplies the
+    /// proxy-held upstream key when `[upstream] api_key_env` is set.
+    pub fn build(config: Config, env: &dyn config::env::EnvSource) -> Result<App, StartupError> {
+        let credentials = match &config.upstream.api_key_env {
+            None => Credentials::forward(),
+            Some(var) => {
+                let key = env
+                    .var(var)
+                    .filter(|k| !k.trim().is_empty())
+                    .ok_or_else(|| StartupError::MissingUpstreamKey(var.clone()))?;
+                Credentials::proxy_held(&key, &config.auth.keys)?
+            }
+        };
+        let upstream = Upstream::new(&config.upstream)?;
+        let store = Arc::new(RedbStore::open(&config.store_path)?);
+        let state = AppState::new(
+            Arc::new(config),
+            upstream,
+            credentials,
+            store,
+            Arc::new(Metrics::new()),
+            Vec::new(),
+        );
+        Ok(App {
+            state: Arc::new(state),
+        })
+    }
+
+    /// Binds the configured address.
+    pub async fn bind(&self) -> Result<tokio::net::TcpListener, StartupError> {
+        let addr = self.state.config.listen;
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartupError::Bind { addr, source })
+    }
+
+    /// Serves on `listener` until `shutdown` resolves, then drains and closes the store.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let cfg = &self.state.config;
+        let addr = listener.local_addr()?;
+        tracing::info!(
+            listen = %addr,
+            upstream = %cfg.upstream.url,
+            store = %cfg.store_path.display(),
+            credential = if self.state.credentials.is_proxy_held() { "proxy-held" } else { "forwarded" },
+            "ctxgate listening on http://{addr}, upstream {}, store {}",
+            cfg.upstream.url,
+            cfg.store_path.display()
+        );
+        server::serve(listener, self.state, shutdown).await
+    }
+}

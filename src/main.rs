@@ -1,0 +1,97 @@
+//! The `ctxgate` command line: `serve` runs the proxy; the other subcommands read the same store offline.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use ctxgate::config::Config;
+use ctxgate::config::env::ProcessEnv;
+use ctxgate::config::raw::RawConfig;
+
+#[derive(Parser)]
+#[command(
+    name = "ctxgate",
+    version,
+    about = "Context-compressing reverse proxy for OpenAI-style Responses APIs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Config file (default: config/ctxgate.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long)]
+    listen: Option<String>,
+    /// Upstream base URL [default: https://api.openai.com/v1].
+    #[arg(long)]
+    upstream: Option<String>,
+    /// Store file [default: data/ctxgate.redb].
+    #[arg(long)]
+    store: Option<String>,
+}
+
+impl ServeArgs {
+    fn flags(&self) -> RawConfig {
+        let mut raw = RawConfig::default();
+        raw.server.listen = self.listen.clone();
+        raw.upstream.url = self.upstream.clone();
+        raw.store.path = self.store.clone();
+        raw
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let config = match Config::load(args.config.as_deref(), &ProcessEnv, args.flags()) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    ctxgate::telemetry::init_logging(config.log_format, &config.log_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    runtime.block_on(async move {
+        let app = match ctxgate::App::build(config, &ProcessEnv) {
+            Ok(a) => a,
+            Err(e) => return fail(&e),
+        };
+        let listener = match app.bind().await {
+            Ok(l) => l,
+            Err(e) => return fail(&e),
+        };
+        match app
+            .serve(listener, ctxgate::server::shutdown_signal())
+            .await
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("ctxgate: error: {e}");
+    ExitCode::FAILURE
+}

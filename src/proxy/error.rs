@@ -1,0 +1,66 @@
+//! ctxgate's own errors and their one rendering, in the OpenAI error shape.
+//!
+//! Upstream errors never pass through here: they reach the client exactly as the upstream sent them. Only what
+//! ctxgate itself refuses or fails at — a body too large, a bad proxy credential, an upstream it could not reach —
+//! becomes a [`ProxyError`], and [`ProxyError::status`] is the single, exhaustive status mapping.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("request body exceeds the limit of {limit} bytes")]
+    BodyTooLarge { limit: u64 },
+    #[error("could not read the request body: {0}")]
+    BadRequestBody(String),
+    #[error("invalid or missing API key for this proxy")]
+    Unauthorized,
+    #[error("no route for {0}")]
+    NotFound(String),
+    #[error("upstream unreachable: {0}")]
+    UpstreamUnreachable(String),
+    #[error("upstream did not answer within {0:?}")]
+    UpstreamTimeout(std::time::Duration),
+    #[error("proxy misconfigured: {0}")]
+    Misconfigured(String),
+}
+
+impl ProxyError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ProxyError::BadRequestBody(_) => StatusCode::BAD_REQUEST,
+            ProxyError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ProxyError::NotFound(_) => StatusCode::NOT_FOUND,
+            ProxyError::UpstreamUnreachable(_) => StatusCode::BAD_GATEWAY,
+            ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Misconfigured(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// `(type, code)` of the OpenAI error object.
+    fn kind(&self) -> (&'static str, &'static str) {
+        match self {
+            ProxyError::BodyTooLarge { .. } => ("invalid_request_error", "request_too_large"),
+            ProxyError::BadRequestBody(_) => ("invalid_request_error", "bad_request_body"),
+            ProxyError::Unauthorized => ("invalid_request_error", "invalid_api_key"),
+            ProxyError::NotFound(_) => ("invalid_request_error", "not_found"),
+            ProxyError::UpstreamUnreachable(_) => ("upstream_error", "upstream_unreachable"),
+            ProxyError::UpstreamTimeout(_) => ("upstream_error", "upstream_timeout"),
+            ProxyError::Misconfigured(_) => ("server_error", "proxy_misconfigured"),
+        }
+    }
+
+    /// The OpenAI-shaped JSON body.
+    pub fn body(&self) -> serde_json::Value {
+        let (kind, code) = self.kind();
+        json!({"error": {"message": format!("ctxgate: {self}"), "type": kind, "code": code}})
+    }
+}
+
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        (self.status(), axum::Json(self.body())).into_response()
+    }
+}

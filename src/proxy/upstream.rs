@@ -1,0 +1,194 @@
+//! The one client that talks to the upstream Responses API.
+//!
+//! It maps a client path under `/v1/` onto the configured base URL, sends with the configured connect and
+//! response-header timeouts, and hands back the response with a body stream guarded by an idle timeout — a
+//! stream may run for as long as the model writes, but a silent upstream is cut. Redirects are not followed and
+//! bodies are not decompressed: the client gets what the upstream sent.
+
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use super::error::ProxyError;
+use crate::config::UpstreamConfig;
+
+/// A body stream as the proxy relays it.
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
+
+#[derive(Clone)]
+pub struct Upstream {
+    client: reqwest::Client,
+    base: reqwest::Url,
+    read_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+/// What came back from the upstream, and how long it took to start answering.
+pub struct UpstreamResponse {
+    pub response: reqwest::Response,
+    pub waited: Duration,
+}
+
+impl Upstream {
+    pub fn new(cfg: &UpstreamConfig) -> Result<Upstream, ProxyError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(cfg.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))?;
+        Ok(Upstream {
+            client,
+            base: cfg.url.clone(),
+            read_timeout: cfg.read_timeout,
+            idle_timeout: cfg.stream_idle_timeout,
+        })
+    }
+
+    pub fn base(&self) -> &reqwest::Url {
+        &self.base
+    }
+
+    /// `/v1/responses?x=1` → `{base}/responses?x=1`.
+    pub fn url_for(&self, path_and_query: &str) -> String {
+        let rest = path_and_query.strip_prefix("/v1").unwrap_or(path_and_query);
+        format!("{}{}", self.base.as_str().trim_end_matches('/'), rest)
+    }
+
+    /// Sends one request and waits (at most the read timeout) for the response headers.
+    pub async fn send(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        headers: HeaderMap,
+        body: reqwest::Body,
+    ) -> Result<UpstreamResponse, SendError> {
+        let request = self
+            .client
+            .request(method, self.url_for(path_and_query))
+            .headers(headers)
+            .body(body);
+        let started = Instant::now();
+        match tokio::time::timeout(self.read_timeout, request.send()).await {
+            Err(_) => Err(SendError::Timeout(self.read_timeout)),
+            Ok(Err(e)) => Err(SendError::from_reqwest(e, self.read_timeout)),
+            Ok(Ok(response)) => Ok(UpstreamResponse {
+                response,
+                waited: started.elapsed(),
+            }),
+        }
+    }
+
+    /// Sends a JSON body the proxy built itself (fold and expand calls), with the client's credential headers.
+    pub async fn send_json(
+        &self,
+        path: &str,
+        auth: Option<&HeaderValue>,
+        body: Bytes,
+    ) -> Result<UpstreamResponse, SendError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(a) = auth {
+            headers.insert(header::AUTHORIZATION, a.clone());
+        }
+        self.send(Method::POST, path, headers, reqwest::Body::from(body))
+            .await
+    }
+
+    /// The response body as a stream that ends with an error when the upstream stays silent longer than the idle
+    /// timeout or breaks off: the client then sees a truncated body, never an invented ending.
+    pub fn relay(&self, response: reqwest::Response) -> BodyStream {
+        idle_guarded(response.bytes_stream(), self.idle_timeout)
+    }
+}
+
+/// Wraps a byte stream so that each chunk must arrive within `idle` of the previous one.
+pub fn idle_guarded<S, E>(inner: S, idle: Duration) -> BodyStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    let inner = Box::pin(inner);
+    Box::pin(futures_util::stream::unfold(
+        Some(inner),
+        move |state| async move {
+            let mut inner = state?;
+            match tokio::time::timeout(idle, inner.next()).await {
+                Err(_) => Some((
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("upstream idle for {idle:?}"),
+                    )),
+                    None,
+                )),
+                Ok(None) => None,
+                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(inner))),
+                Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), None)),
+            }
+        },
+    ))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("connect failed: {0}")]
+    Connect(String),
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("request body failed: {0}")]
+    Body(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl SendError {
+    fn from_reqwest(e: reqwest::Error, read_timeout: Duration) -> SendError {
+        let text = error_chain(&e);
+        if e.is_timeout() {
+            SendError::Timeout(read_timeout)
+        } else if e.is_connect() {
+            SendError::Connect(text)
+        } else if e.is_body() || e.is_request() && text.contains("body") {
+            SendError::Body(text)
+        } else {
+            SendError::Other(text)
+        }
+    }
+
+    /// Low-cardinality label for the upstream error counter.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SendError::Connect(_) => "connect",
+            SendError::Timeout(_) => "timeout",
+            SendError::Body(_) => "request_body",
+            SendError::Other(_) => "other",
+        }
+    }
+
+    pub fn into_proxy_error(self) -> ProxyError {
+        match self {
+            SendError::Timeout(d) => ProxyError::UpstreamTimeout(d),
+            SendError::Connect(m) | SendError::Body(m) | SendError::Other(m) => {
+                ProxyError::UpstreamUnreachable(m)
+            }
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

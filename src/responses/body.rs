@@ -1,0 +1,320 @@
+//! Parse and re-serialize a `/v1/responses` request body without disturbing what no stage rewrote.
+
+use bytes::Bytes;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// One member of the top-level object, raw until a stage replaces it.
+#[derive(Debug)]
+enum Member {
+    Raw(Box<RawValue>),
+    Replaced(Value),
+}
+
+/// One `input` item: the client's bytes, or the value a stage put in its place.
+#[derive(Debug)]
+pub enum Item {
+    Raw(Box<RawValue>),
+    Rewritten(Value),
+}
+
+impl Item {
+    /// The item as a JSON value (parsed on demand for raw items).
+    pub fn to_value(&self) -> Option<Value> {
+        match self {
+            Item::Raw(raw) => serde_json::from_str(raw.get()).ok(),
+            Item::Rewritten(v) => Some(v.clone()),
+        }
+    }
+
+    /// The item's JSON text exactly as it will be sent.
+    pub fn json(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Item::Raw(raw) => std::borrow::Cow::Borrowed(raw.get()),
+            Item::Rewritten(v) => std::borrow::Cow::Owned(v.to_string()),
+        }
+    }
+}
+
+/// The `input` member: a plain string (the server holds the history) or a list of items.
+#[derive(Debug)]
+pub enum Input {
+    Text(String),
+    Items(Vec<Item>),
+}
+
+/// A parsed request body. Built by [`RequestBody::parse`]; written by [`RequestBody::to_bytes`].
+#[derive(Debug)]
+pub struct RequestBody {
+    original: Bytes,
+    members: Vec<(String, Member)>,
+    input: Option<Input>,
+    /// Where `input` stood among the members, so it is written back in place.
+    input_position: Option<usize>,
+    changed: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("request body is not a JSON object: {0}")]
+    NotAnObject(String),
+    #[error("request body `input` is neither a string nor an array")]
+    BadInput,
+}
+
+/// Top-level members in order, duplicates kept (a serde map would silently drop all but one).
+struct Members(Vec<(String, Box<RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+                    out.push((k, v));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl RequestBody {
+    pub fn parse(original: Bytes) -> Result<RequestBody, BodyError> {
+        let Members(raw_members) = serde_json::from_slice::<Members>(&original)
+            .map_err(|e| BodyError::NotAnObject(e.to_string()))?;
+        let mut members = Vec::with_capacity(raw_members.len());
+        let mut input = None;
+        let mut input_position = None;
+        for (key, raw) in raw_members {
+            if key == "input" && input.is_none() {
+                let parsed = match raw.get().trim_start().as_bytes().first() {
+                    Some(b'"') => Input::Text(
+                        serde_json::from_str::<String>(raw.get())
+                            .map_err(|_| BodyError::BadInput)?,
+                    ),
+                    Some(b'[') => Input::Items(
+                        serde_json::from_str::<Vec<Box<RawValue>>>(raw.get())
+                            .map_err(|_| BodyError::BadInput)?
+                            .into_iter()
+                            .map(Item::Raw)
+                            .collect(),
+                    ),
+                    _ => return Err(BodyError::BadInput),
+                };
+                input = Some(parsed);
+                input_position = Some(members.len());
+            }
+            members.push((key, Member::Raw(raw)));
+        }
+        Ok(RequestBody {
+            original,
+            members,
+            input,
+            input_position,
+            changed: false,
+        })
+    }
+
+    /// Whether any stage changed the body.
+    pub fn is_changed(&self) -> bool {
+        self.changed
+    }
+
+    pub fn original(&self) -> &Bytes {
+        &self.original
+    }
+
+    /// A top-level member as a value (the first one when a key is duplicated).
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.members
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, m)| match m {
+                Member::Raw(raw) => serde_json::from_str(raw.get()).ok(),
+                Member::Replaced(v) => Some(v.clone()),
+            })
+    }
+
+    /// A top-level string member, without parsing anything else.
+    pub fn get_str(&self, key: &str) -> Option<String> {
+        match self.get(key) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Replaces (or appends) a top-level member other than `input`.
+    pub fn set(&mut self, key: &str, value: Value) {
+        self.changed = true;
+        match self.members.iter_mut().find(|(k, _)| k == key) {
+            Some((_, m)) => *m = Member::Replaced(value),
+            None => self
+                .members
+                .push((key.to_string(), Member::Replaced(value))),
+        }
+    }
+
+    pub fn input(&self) -> Option<&Input> {
+        self.input.as_ref()
+    }
+
+    /// The input items, when `input` is a list.
+    pub fn items(&self) -> Option<&[Item]> {
+        match &self.input {
+            Some(Input::Items(items)) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// Replaces one input item.
+    pub fn replace_item(&mut self, index: usize, value: Value) -> bool {
+        match &mut self.input {
+            Some(Input::Items(items)) if index < items.len() => {
+                items[index] = Item::Rewritten(value);
+                self.changed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Replaces the whole item list (a fold does this); raw items carried over keep their bytes.
+    pub fn replace_items(&mut self, items: Vec<Item>) {
+        self.input = Some(Input::Items(items));
+        self.changed = true;
+    }
+
+    /// Takes the items out for a stage that rebuilds the list; put them back with [`Self::replace_items`].
+    pub fn take_items(&mut self) -> Option<Vec<Item>> {
+        match self.input.take() {
+            Some(Input::Items(items)) => Some(items),
+            other => {
+                self.input = other;
+                None
+            }
+        }
+    }
+
+    /// The bytes to send upstream: the original when nothing changed, else the members in their order with
+    /// untouched slices copied verbatim.
+    pub fn to_bytes(&self) -> Bytes {
+        if !self.changed {
+            return self.original.clone();
+        }
+        let mut out = String::with_capacity(self.original.len());
+        out.push('{');
+        for (i, (key, member)) in self.members.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_json_string(&mut out, key);
+            out.push(':');
+            if Some(i) == self.input_position {
+                self.write_input(&mut out, member);
+            } else {
+                write_member(&mut out, member);
+            }
+        }
+        out.push('}');
+        Bytes::from(out)
+    }
+
+    fn write_input(&self, out: &mut String, fallback: &Member) {
+        match &self.input {
+            Some(Input::Items(items)) => {
+                out.push('[');
+                for (j, item) in items.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    match item {
+                        Item::Raw(raw) => out.push_str(raw.get()),
+                        Item::Rewritten(v) => out.push_str(&v.to_string()),
+                    }
+                }
+                out.push(']');
+            }
+            Some(Input::Text(text)) => push_json_string(out, text),
+            None => write_member(out, fallback),
+        }
+    }
+}
+
+fn write_member(out: &mut String, member: &Member) {
+    match member {
+        Member::Raw(raw) => out.push_str(raw.get()),
+        Member::Replaced(v) => out.push_str(&v.to_string()),
+    }
+}
+
+fn push_json_string(out: &mut String, s: &str) {
+    out.push_str(&Value::String(s.to_string()).to_string());
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    const BODY: &str = r#"{ "model" : "m",
+  "input": [ {"type":"message", "role":"user","content":"hi"} ,
+     {"type":"weird_future_item","x":  [1, 2.50, "é\u00e9"]},
+     {"type":"function_call_output","call_id":"c1","output":"big"} ],
+  "unknown_field": {"keep": true}, "stream":true }"#;
+
+    #[test]
+    fn unchanged_body_is_the_original_bytes() {
+        let b = RequestBody::parse(Bytes::from_static(BODY.as_bytes())).unwrap();
+        assert_eq!(b.to_bytes(), BODY.as_bytes());
+        assert_eq!(b.items().unwrap().len(), 3);
+        assert_eq!(b.get_str("model").as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn rewriting_one_item_keeps_the_others_byte_for_byte() {
+        let mut b = RequestBody::parse(Bytes::from_static(BODY.as_bytes())).unwrap();
+        b.replace_item(
+            2,
+            json!({"type":"function_call_output","call_id":"c1","output":"small"}),
+        );
+        let out = String::from_utf8(b.to_bytes().to_vec()).unwrap();
+        assert!(out.contains(r#"{"type":"message", "role":"user","content":"hi"}"#));
+        assert!(out.contains(r#"{"type":"weird_future_item","x":  [1, 2.50, "é\u00e9"]}"#));
+        assert!(out.contains(r#"{"keep": true}"#));
+        assert!(out.starts_with(r#"{"model":"m","input":["#));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["input"][2]["output"], "small");
+        assert_eq!(v["stream"], true);
+    }
+
+    #[test]
+    fn string_input_and_non_objects() {
+        let b =
+            RequestBody::parse(Bytes::from_static(br#"{"input":"hello","model":"m"}"#)).unwrap();
+        assert!(matches!(b.input(), Some(Input::Text(t)) if t == "hello"));
+        assert!(RequestBody::parse(Bytes::from_static(b"[1,2]")).is_err());
+        assert!(RequestBody::parse(Bytes::from_static(b"not json")).is_err());
+        assert!(RequestBody::parse(Bytes::from_static(br#"{"input":5}"#)).is_err());
+        assert!(RequestBody::parse(Bytes::from_static(br#"{"input":[1,"#)).is_err());
+    }
+
+    #[test]
+    fn duplicate_keys_survive_a_rewrite() {
+        let mut b =
+            RequestBody::parse(Bytes::from_static(br#"{"a":1,"a":2,"input":[{"x":1}]}"#)).unwrap();
+        b.set("tools", json!([]));
+        assert_eq!(
+            b.to_bytes(),
+            Bytes::from_static(br#"{"a":1,"a":2,"input":[{"x":1}],"tools":[]}"#)
+        );
+    }
+}

@@ -1,0 +1,10 @@
+//! A typed view of a Responses API request body that keeps the client's bytes.
+//!
+//! Prompt caching keys on exact prefix bytes, so a rewrite must change only what it means to change. The body is
+//! parsed into its top-level members as raw JSON slices, in the client's order; `input` items are kept as raw
+//! slices too. A stage replaces individual items (or members); serialization writes every untouched slice back
+//! verbatim, and a body nobody changed is sent as the original bytes.
+
+pub mod body;
+
+pub use body::{Input, Item, RequestBody};

@@ -1,0 +1,199 @@
+//! The HTTP server: shared state, the route table, the layer stack, and a graceful lifecycle.
+//!
+//! Routes are a table: the open ones (`/healthz`, `/readyz`, `/metrics`) need no credential; `POST /v1/responses`
+//! runs the turn pipeline; every other `/v1/` route is passed through. Shutdown on SIGINT/SIGTERM stops accepting,
+//! lets in-flight requests finish (up to `shutdown_grace_secs`), waits for durable background work, then closes the
+//! store cleanly.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::proxy::auth::Credentials;
+use crate::proxy::turn::Stage;
+use crate::proxy::upstream::Upstream;
+use crate::proxy::{passthrough, responses};
+use crate::store::{Store, unix_now};
+use crate::telemetry::Metrics;
+
+/// How often expired records are swept from the store.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Everything a request handler may use, passed explicitly; there is no global mutable state.
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub upstream: Upstream,
+    pub credentials: Credentials,
+    pub store: Arc<dyn Store>,
+    pub metrics: Arc<Metrics>,
+    /// The `/v1/responses` stages, in order.
+    pub stages: Vec<Arc<dyn Stage>>,
+    /// Durable work (store writes, counters) that must finish even when the client hangs up; shutdown waits for it.
+    pub tasks: TaskTracker,
+    request_counter: AtomicU64,
+    instance: u64,
+}
+
+impl AppState {
+    pub fn new(
+        config: Arc<Config>,
+        upstream: Upstream,
+        credentials: Credentials,
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+        stages: Vec<Arc<dyn Stage>>,
+    ) -> AppState {
+        let instance = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        AppState {
+            config,
+            upstream,
+            credentials,
+            store,
+            metrics,
+            stages,
+            tasks: TaskTracker::new(),
+            request_counter: AtomicU64::new(0),
+            instance,
+        }
+    }
+
+    /// A request id unique within this process and very likely across restarts.
+    pub fn next_request_id(&self) -> String {
+        let n = self.request_counter.fetch_add(1, Ordering::Relaxed);
+        format!("req_{:08x}{:06x}", self.instance & 0xffff_ffff, n)
+    }
+}
+
+/// The route table and layer stack.
+///
+/// Layers, outermost first:
+/// 1. `TraceLayer` — one span per request for the logs (at debug level).
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/v1/responses", post(responses::handle))
+        .fallback(passthrough::handle)
+        .with_state(state)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("store unavailable: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+/// Serves until `shutdown` resolves, then drains: in-flight requests get `shutdown_grace` to finish, tracked
+/// background work is awaited, and the store is closed.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let sweeper = spawn_sweeper(state.clone());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let grace = state.config.shutdown_grace;
+    let mut stopped = stop_rx.clone();
+    let forced = async move {
+        while !*stopped.borrow() {
+            if stopped.changed().await.is_err() {
+                return;
+            }
+        }
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => result?,
+        () = forced => tracing::warn!(?grace, "in-flight requests still running after the grace period; stopping"),
+    }
+    sweeper.abort();
+    state.tasks.close();
+    if tokio::time::timeout(grace, state.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("background store work did not finish within the grace period");
+    }
+    if let Err(e) = state.store.close().await {
+        tracing::warn!(error = %e, "closing the store failed");
+    }
+    tracing::info!("ctxgate stopped");
+    Ok(())
+}
+
+fn spawn_sweeper(state: Arc<AppState>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match state.store.sweep_expired(unix_now()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(removed = n, "swept expired records"),
+                Err(e) => tracing::warn!(error = %e, "store sweep failed"),
+            }
+        }
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received; draining");
+}

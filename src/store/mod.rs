@@ -1,0 +1,131 @@
+//! Durable records behind one small trait.
+//!
+//! Everything ctxgate must remember across requests and restarts — originals behind compression markers, their
+//! compressed forms, fold records, failed folds, response-id aliases, counters — is a [`Record`] in a
+//! [`Namespace`], keyed by tenant and a key. The proxy never sees a database: it sees this trait, so the embedded
+//! redb file (the default) and a shared backend for several replicas are interchangeable. The store knows records,
+//! not HTTP or fold logic.
+
+pub mod redb;
+
+use async_trait::async_trait;
+
+/// The kinds of record. Each lives in its own table so a sweep or a size bound can treat them differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Namespace {
+    /// Originals behind `<<ctxzip:HASH …>>` markers, keyed by hash.
+    Originals,
+    /// Compressed forms, keyed by original hash and the parameters that shaped them.
+    Compressed,
+    /// Fold records, keyed by conversation anchor and prefix hash.
+    Folds,
+    /// Failed folds the transform backs off from, keyed by anchor.
+    FailedFolds,
+    /// Response ids the client saw, mapped to the ids the upstream really issued.
+    Aliases,
+    /// Running totals and keep-pattern statistics.
+    Counters,
+}
+
+impl Namespace {
+    pub const ALL: [Namespace; 6] = [
+        Namespace::Originals,
+        Namespace::Compressed,
+        Namespace::Folds,
+        Namespace::FailedFolds,
+        Namespace::Aliases,
+        Namespace::Counters,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Namespace::Originals => "originals",
+            Namespace::Compressed => "compressed",
+            Namespace::Folds => "folds",
+            Namespace::FailedFolds => "failed_folds",
+            Namespace::Aliases => "aliases",
+            Namespace::Counters => "counters",
+        }
+    }
+}
+
+/// One stored value with its lifetime. Times are Unix seconds, passed in by the caller so the store has no clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub value: Vec<u8>,
+    pub created_at: u64,
+    /// `None` = kept until deleted or evicted.
+    pub expires_at: Option<u64>,
+}
+
+impl Record {
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|t| t <= now)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open store at {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("store I/O failed: {0}")]
+    Io(String),
+    #[error("store record is corrupt: {0}")]
+    Corrupt(String),
+    #[error("store is closed")]
+    Closed,
+}
+
+/// The record store. Keys are scoped by tenant: no method can reach another tenant's records.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// The record, unless missing or expired at `now`.
+    async fn get(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        now: u64,
+    ) -> Result<Option<Record>, StoreError>;
+    /// Writes durably: when this returns Ok the record survives a crash.
+    async fn put(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        record: Record,
+    ) -> Result<(), StoreError>;
+    /// Moves a live record's expiry; false when there is no live record.
+    async fn touch(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> Result<bool, StoreError>;
+    async fn delete(&self, ns: Namespace, tenant: &str, key: &str) -> Result<bool, StoreError>;
+    /// Live records of a tenant whose key starts with `prefix`, in key order, at most `limit`.
+    async fn scan_prefix(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+        now: u64,
+    ) -> Result<Vec<(String, Record)>, StoreError>;
+    /// Deletes every record expired at `now`; returns how many.
+    async fn sweep_expired(&self, now: u64) -> Result<u64, StoreError>;
+    /// Cheap liveness check for `/readyz`.
+    async fn ping(&self) -> Result<(), StoreError>;
+    /// Flushes and releases the backend; later calls fail with [`StoreError::Closed`].
+    async fn close(&self) -> Result<(), StoreError>;
+}
+
+/// The current Unix time in seconds, for callers of the store (the store itself takes time as an argument).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

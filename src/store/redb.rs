@@ -1,0 +1,415 @@
+//! The embedded default store: one redb file, ACID, readable only by its owner.
+//!
+//! Each [`Namespace`] is a table keyed by `tenant \x1f key`; the value carries a small header (format version,
+//! created, expiry) before the payload so a later format can be read beside this one. redb is synchronous, so every
+//! call runs on the blocking pool; a commit is durable (fsync) before `put` returns, which is what lets the proxy
+//! send a marker only after its original is safe.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
+
+use super::{Namespace, Record, Store, StoreError};
+
+const FORMAT_V1: u8 = 1;
+const HEADER_LEN: usize = 17;
+const KEY_SEPARATOR: char = '\u{1f}';
+
+fn table(ns: Namespace) -> TableDefinition<'static, &'static str, &'static [u8]> {
+    TableDefinition::new(ns.as_str())
+}
+
+fn full_key(tenant: &str, key: &str) -> String {
+    let mut k = String::with_capacity(tenant.len() + 1 + key.len());
+    k.push_str(tenant);
+    k.push(KEY_SEPARATOR);
+    k.push_str(key);
+    k
+}
+
+fn encode(record: &Record) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + record.value.len());
+    out.push(FORMAT_V1);
+    out.extend_from_slice(&record.created_at.to_le_bytes());
+    out.extend_from_slice(&record.expires_at.unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&record.value);
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<Record, StoreError> {
+    if bytes.len() < HEADER_LEN || bytes[0] != FORMAT_V1 {
+        return Err(StoreError::Corrupt(format!(
+            "unknown record header ({} bytes)",
+            bytes.len()
+        )));
+    }
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let expires = word(9);
+    Ok(Record {
+        created_at: word(1),
+        expires_at: (expires != 0).then_some(expires),
+        value: bytes[HEADER_LEN..].to_vec(),
+    })
+}
+
+fn io<E: std::fmt::Display>(e: E) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+/// A redb-backed [`Store`].
+pub struct RedbStore {
+    path: PathBuf,
+    db: RwLock<Option<Arc<Database>>>,
+}
+
+impl RedbStore {
+    /// Opens (or creates) the store file: the parent directory is created, the file is made mode 0600 and every
+    /// table exists afterwards. Any failure is a [`StoreError::Open`] naming the path.
+    pub fn open(path: &Path) -> Result<RedbStore, StoreError> {
+        let fail = |message: String| StoreError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| fail(format!("cannot create directory {}: {e}", parent.display())))?;
+        }
+        restrict_permissions(path).map_err(|e| fail(format!("cannot create the file: {e}")))?;
+        let db = Database::create(path).map_err(|e| fail(e.to_string()))?;
+        let tx = db.begin_write().map_err(|e| fail(e.to_string()))?;
+        for ns in Namespace::ALL {
+            tx.open_table(table(ns)).map_err(|e| fail(e.to_string()))?;
+        }
+        tx.commit().map_err(|e| fail(e.to_string()))?;
+        Ok(RedbStore {
+            path: path.to_path_buf(),
+            db: RwLock::new(Some(Arc::new(db))),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn handle(&self) -> Result<Arc<Database>, StoreError> {
+        let guard = self.db.read().map_err(|_| StoreError::Closed)?;
+        guard.clone().ok_or(StoreError::Closed)
+    }
+
+    /// Runs a synchronous redb operation on the blocking pool.
+    async fn run<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+    {
+        let db = self.handle()?;
+        tokio::task::spawn_blocking(move || op(&db))
+            .await
+            .map_err(|e| StoreError::Io(format!("store task failed: {e}")))?
+    }
+
+    /// Number of records in a namespace, expired ones included (for tests and stats).
+    pub async fn len(&self, ns: Namespace) -> Result<u64, StoreError> {
+        self.run(move |db| {
+            let tx = db.begin_read().map_err(io)?;
+            let t = tx.open_table(table(ns)).map_err(io)?;
+            t.len().map_err(io)
+        })
+        .await
+    }
+}
+
+#[cfg(unix)]
+fn restrict_permissions(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn restrict_permissions(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[async_trait]
+impl Store for RedbStore {
+    async fn get(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        now: u64,
+    ) -> Result<Option<Record>, StoreError> {
+        let k = full_key(tenant, key);
+        self.run(move |db| {
+            let tx = db.begin_read().map_err(io)?;
+            let t = tx.open_table(table(ns)).map_err(io)?;
+            match t.get(k.as_str()).map_err(io)? {
+                None => Ok(None),
+                Some(v) => {
+                    let r = decode(v.value())?;
+                    Ok((!r.is_expired(now)).then_some(r))
+                }
+            }
+        })
+        .await
+    }
+
+    async fn put(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        record: Record,
+    ) -> Result<(), StoreError> {
+        let k = full_key(tenant, key);
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            {
+                let mut t = tx.open_table(table(ns)).map_err(io)?;
+                t.insert(k.as_str(), encode(&record).as_slice())
+                    .map_err(io)?;
+            }
+            tx.commit().map_err(io)
+        })
+        .await
+    }
+
+    async fn touch(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        expires_at: Option<u64>,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        let k = full_key(tenant, key);
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            let touched = {
+                let mut t = tx.open_table(table(ns)).map_err(io)?;
+                let current = match t.get(k.as_str()).map_err(io)? {
+                    None => None,
+                    Some(v) => Some(decode(v.value())?),
+                };
+                match current {
+                    Some(mut r) if !r.is_expired(now) => {
+                        r.expires_at = expires_at;
+                        t.insert(k.as_str(), encode(&r).as_slice()).map_err(io)?;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            tx.commit().map_err(io)?;
+            Ok(touched)
+        })
+        .await
+    }
+
+    async fn delete(&self, ns: Namespace, tenant: &str, key: &str) -> Result<bool, StoreError> {
+        let k = full_key(tenant, key);
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            let removed = {
+                let mut t = tx.open_table(table(ns)).map_err(io)?;
+                t.remove(k.as_str()).map_err(io)?.is_some()
+            };
+            tx.commit().map_err(io)?;
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn scan_prefix(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+        now: u64,
+    ) -> Result<Vec<(String, Record)>, StoreError> {
+        let start = full_key(tenant, prefix);
+        let tenant_len = tenant.len() + KEY_SEPARATOR.len_utf8();
+        self.run(move |db| {
+            let tx = db.begin_read().map_err(io)?;
+            let t = tx.open_table(table(ns)).map_err(io)?;
+            let mut out = Vec::new();
+            for entry in t.range(start.as_str()..).map_err(io)? {
+                let (k, v) = entry.map_err(io)?;
+                let key = k.value();
+                if !key.starts_with(start.as_str()) || out.len() >= limit {
+                    break;
+                }
+                let r = decode(v.value())?;
+                if !r.is_expired(now) {
+                    out.push((key[tenant_len..].to_string(), r));
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn sweep_expired(&self, now: u64) -> Result<u64, StoreError> {
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            let mut removed = 0u64;
+            for ns in Namespace::ALL {
+                let mut t = tx.open_table(table(ns)).map_err(io)?;
+                let before = t.len().map_err(io)?;
+                // A record that cannot be decoded is kept: the sweep must never destroy what it does not understand.
+                t.retain(|_, v| decode(v).map(|r| !r.is_expired(now)).unwrap_or(true))
+                    .map_err(io)?;
+                removed += before.saturating_sub(t.len().map_err(io)?);
+            }
+            tx.commit().map_err(io)?;
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.run(|db| db.begin_read().map(|_| ()).map_err(io)).await
+    }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        let taken = {
+            let mut guard = self.db.write().map_err(|_| StoreError::Closed)?;
+            guard.take()
+        };
+        // Dropping the last handle flushes and closes the file; in-flight operations hold their own clone and
+        // finish first.
+        drop(taken);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn rec(v: &str, expires: Option<u64>) -> Record {
+        Record {
+            value: v.as_bytes().to_vec(),
+            created_at: 100,
+            expires_at: expires,
+        }
+    }
+
+    #[tokio::test]
+    async fn put_get_scan_touch_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("nested/dir/s.redb")).unwrap();
+        store
+            .put(
+                Namespace::Originals,
+                "t1",
+                "abcdef123456",
+                rec("one", Some(200)),
+            )
+            .await
+            .unwrap();
+        store
+            .put(Namespace::Originals, "t1", "abcdef999999", rec("two", None))
+            .await
+            .unwrap();
+        store
+            .put(
+                Namespace::Originals,
+                "t2",
+                "abcdef000000",
+                rec("other tenant", None),
+            )
+            .await
+            .unwrap();
+        let got = store
+            .get(Namespace::Originals, "t1", "abcdef123456", 150)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.value, b"one");
+        assert!(
+            store
+                .get(Namespace::Originals, "t1", "abcdef123456", 200)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let scan = store
+            .scan_prefix(Namespace::Originals, "t1", "abcdef", 10, 150)
+            .await
+            .unwrap();
+        assert_eq!(scan.len(), 2);
+        assert_eq!(scan[0].0, "abcdef123456");
+        assert!(
+            store
+                .touch(Namespace::Originals, "t1", "abcdef123456", Some(500), 150)
+                .await
+                .unwrap()
+        );
+        assert_eq!(store.sweep_expired(400).await.unwrap(), 0);
+        assert_eq!(store.sweep_expired(600).await.unwrap(), 1);
+        assert!(
+            store
+                .get(Namespace::Originals, "t2", "abcdef123456", 150)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn survives_reopen_and_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        {
+            let store = RedbStore::open(&path).unwrap();
+            store
+                .put(Namespace::Folds, "t", "k", rec("kept", None))
+                .await
+                .unwrap();
+            store.close().await.unwrap();
+            assert!(matches!(store.ping().await, Err(StoreError::Closed)));
+        }
+        let store = RedbStore::open(&path).unwrap();
+        let got = store.get(Namespace::Folds, "t", "k", 0).await.unwrap();
+        assert_eq!(got.unwrap().value, b"kept");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn unusable_path_is_an_open_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain-file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = RedbStore::open(&file.join("below/s.redb"))
+            .err()
+            .expect("a path under a file cannot be a store");
+        assert!(matches!(err, StoreError::Open { .. }), "{err}");
+        let err = RedbStore::open(&file).err().expect("not a redb file");
+        assert!(err.to_string().contains("plain-file"), "{err}");
+    }
+
+    #[test]
+    fn corrupt_header_is_an_error_not_a_panic() {
+        assert!(decode(&[9, 9]).is_err());
+        assert!(decode(&[]).is_err());
+    }
+}

@@ -1,0 +1,168 @@
+//! What ctxgate tells its operator: structured logs, Prometheus metrics and the overhead it adds.
+//!
+//! Every request is counted by route and status; the time spent waiting for the upstream and the time spent in
+//! ctxgate itself (parse, stages, serialize, header handling — everything but the upstream wait) are separate
+//! histograms, so an operator can see at a glance whether the proxy or the model is slow. Internal faults of the
+//! stages are counted under a low-cardinality label: they fail open, and this counter is how they are noticed.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::config::LogFormat;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub route: &'static str,
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FaultLabels {
+    pub stage: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UpstreamErrorLabels {
+    pub kind: &'static str,
+}
+
+type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
+
+/// The process's metrics. Cheap to share: every member is internally reference-counted.
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<RequestLabels, Counter>,
+    pub upstream_latency: HistogramFamily,
+    pub overhead: HistogramFamily,
+    pub stage_faults: Family<FaultLabels, Counter>,
+    pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
+}
+
+fn upstream_histogram() -> Histogram {
+    // 1 ms .. ~9 min
+    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
+fn overhead_histogram() -> Histogram {
+    // 5 µs .. ~80 ms: the proxy's own work is measured in microseconds.
+    Histogram::new(exponential_buckets(0.000_005, 2.0, 15))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("ctxgate");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let upstream_latency: HistogramFamily = Family::new_with_constructor(upstream_histogram);
+        let overhead: HistogramFamily = Family::new_with_constructor(overhead_histogram);
+        let stage_faults = Family::<FaultLabels, Counter>::default();
+        let upstream_errors = Family::<UpstreamErrorLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Requests handled, by route, method and status",
+            requests.clone(),
+        );
+        registry.register(
+            "upstream_latency_seconds",
+            "Time from sending the request upstream to its response headers",
+            upstream_latency.clone(),
+        );
+        registry.register(
+            "overhead_seconds",
+            "Time spent inside ctxgate for a request, excluding the wait for the upstream",
+            overhead.clone(),
+        );
+        registry.register(
+            "stage_faults",
+            "Internal faults of a pipeline stage; the request went on without that stage's change",
+            stage_faults.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Upstream requests that produced no response (connect, timeout, other)",
+            upstream_errors.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            upstream_latency,
+            overhead,
+            stage_faults,
+            upstream_errors,
+        }
+    }
+
+    pub fn observe_request(&self, route: &'static str, method: &str, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method: method.to_string(),
+                status,
+            })
+            .inc();
+    }
+
+    pub fn observe_upstream(&self, route: &'static str, waited: Duration) {
+        self.upstream_latency
+            .get_or_create(&RouteLabels { route })
+            .observe(waited.as_secs_f64());
+    }
+
+    pub fn observe_overhead(&self, route: &'static str, spent: Duration) {
+        self.overhead
+            .get_or_create(&RouteLabels { route })
+            .observe(spent.as_secs_f64());
+    }
+
+    pub fn stage_fault(&self, stage: &'static str) {
+        self.stage_faults
+            .get_or_create(&FaultLabels { stage })
+            .inc();
+    }
+
+    pub fn upstream_error(&self, kind: &'static str) {
+        self.upstream_errors
+            .get_or_create(&UpstreamErrorLabels { kind })
+            .inc();
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// Installs the global tracing subscriber (the one piece of process-wide state, set once in `main`).
+pub fn init_logging(format: LogFormat, level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CTXGATE_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second init (tests starting several servers in one process) is harmless, hence the ignored result.
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
