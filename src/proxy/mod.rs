@@ -57,18 +57,31 @@ impl Clock {
     }
 }
 
+/// One request on its way upstream.
+pub struct Outbound<'a> {
+    pub method: Method,
+    pub path_and_query: &'a str,
+    pub client_headers: &'a HeaderMap,
+    pub body: reqwest::Body,
+    /// Set when ctxgate built the body (so the client's `Content-Length` no longer applies).
+    pub body_len: Option<usize>,
+}
+
 /// Sends one request upstream with the caller's credential and records the wait.
 pub async fn forward(
     state: &AppState,
     route: &'static str,
     clock: &mut Clock,
-    method: Method,
-    path_and_query: &str,
-    client_headers: &HeaderMap,
     caller: &Caller,
-    body: reqwest::Body,
-    body_len: Option<usize>,
+    outbound: Outbound<'_>,
 ) -> Result<UpstreamResponse, upstream::SendError> {
+    let Outbound {
+        method,
+        path_and_query,
+        client_headers,
+        body,
+        body_len,
+    } = outbound;
     let mut out = headers::upstream_request_headers(client_headers);
     out.remove(header::AUTHORIZATION);
     if let Some(auth) = &caller.upstream_auth {

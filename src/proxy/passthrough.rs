@@ -14,7 +14,7 @@ use axum::response::Response;
 use futures_util::StreamExt;
 
 use super::error::ProxyError;
-use super::{Clock, forward, relay, render_error, route_label};
+use super::{Clock, Outbound, forward, relay, render_error, route_label};
 use crate::server::AppState;
 
 pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
@@ -61,12 +61,14 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
         &state,
         route,
         &mut clock,
-        method.clone(),
-        &path_and_query,
-        &parts.headers,
         &caller,
-        upstream_body,
-        None,
+        Outbound {
+            method: method.clone(),
+            path_and_query: &path_and_query,
+            client_headers: &parts.headers,
+            body: upstream_body,
+            body_len: None,
+        },
     )
     .await;
     match sent {

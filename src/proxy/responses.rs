@@ -17,7 +17,7 @@ use futures_util::StreamExt;
 
 use super::error::ProxyError;
 use super::turn::{Turn, run_stages};
-use super::{Clock, forward, relay, render_error};
+use super::{Clock, Outbound, forward, relay, render_error};
 use crate::responses::RequestBody;
 use crate::server::AppState;
 
@@ -75,12 +75,14 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
         &state,
         ROUTE,
         &mut clock,
-        method.clone(),
-        &path_and_query,
-        &parts.headers,
         &caller,
-        reqwest::Body::from(outgoing),
-        Some(len),
+        Outbound {
+            method: method.clone(),
+            path_and_query: &path_and_query,
+            client_headers: &parts.headers,
+            body: reqwest::Body::from(outgoing),
+            body_len: Some(len),
+        },
     )
     .await;
     match sent {
