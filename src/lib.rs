@@ -5,6 +5,8 @@
 //! `main.rs` is only argument parsing around these two calls.
 
 pub mod config;
+pub mod fold;
+pub mod mock;
 pub mod proxy;
 pub mod responses;
 pub mod server;

@@ -159,7 +159,8 @@ pub fn init_logging(format: LogFormat, level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // A second init (tests starting several servers in one process) is harmless, hence the ignored result.
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),

@@ -1,0 +1,130 @@
+//! Test harness: the real ctxgate app and the real mock upstream, both on loopback port 0.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ctxgate::config::Config;
+use ctxgate::config::raw::RawConfig;
+use ctxgate::mock::{MockConfig, MockHandle};
+use ctxgate::server::AppState;
+
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub url: String,
+    pub state: Arc<AppState>,
+    pub store_path: std::path::PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Proxy {
+    /// Sends the shutdown signal and waits for the drain to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn v1(&self, path: &str) -> String {
+        format!("{}/v1{}", self.url, path)
+    }
+}
+
+pub struct ProxyOptions {
+    pub raw: RawConfig,
+    pub env: HashMap<String, String>,
+    /// Reuse a store file (restart tests); a fresh temp dir otherwise.
+    pub store_path: Option<std::path::PathBuf>,
+}
+
+impl ProxyOptions {
+    pub fn new(upstream: &str) -> ProxyOptions {
+        let mut raw = RawConfig::default();
+        raw.server.listen = Some("127.0.0.1:0".into());
+        raw.upstream.url = Some(upstream.to_string());
+        raw.server.shutdown_grace_secs = Some(5);
+        ProxyOptions {
+            raw,
+            env: HashMap::new(),
+            store_path: None,
+        }
+    }
+}
+
+pub async fn start_proxy(upstream: &str) -> Proxy {
+    start_proxy_with(ProxyOptions::new(upstream)).await
+}
+
+pub async fn start_proxy_with(mut opts: ProxyOptions) -> Proxy {
+    let (dir, store_path) = match opts.store_path.take() {
+        Some(p) => (None, p),
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("store/ctxgate.redb");
+            (Some(dir), p)
+        }
+    };
+    opts.raw.store.path = Some(store_path.display().to_string());
+    let config = Config::resolve(opts.raw).unwrap();
+    let app = ctxgate::App::build(config, &opts.env).unwrap();
+    let state = app.state.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(app.serve(listener, async move {
+        let _ = rx.await;
+    }));
+    Proxy {
+        addr,
+        url: format!("http://{addr}"),
+        state,
+        store_path,
+        stop: Some(tx),
+        task: Some(task),
+        _dir: dir,
+    }
+}
+
+pub async fn start_mock() -> MockHandle {
+    ctxgate::mock::start(MockConfig::default()).await.unwrap()
+}
+
+pub fn mock_url(mock: &MockHandle) -> String {
+    format!("http://{}/v1", mock.addr)
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder().build().unwrap()
+}
+
+/// A Responses request body as a client would send it, with deliberately odd whitespace and an unknown field.
+pub fn responses_body(model: &str, stream: bool) -> String {
+    format!(
+        "{{\"model\": \"{model}\",  \"stream\":{stream},\n \"input\":[{{\"type\":\"message\",\"role\":\"developer\",\"content\":\"be brief\"}},\n  {{\"role\":\"user\", \"content\": [{{\"type\":\"input_text\",\"text\":\"say hi\"}}]}}, {{\"type\":\"future_item\",\"payload\":{{\"z\":1,\"a\":[1.50,2e3]}}}}],\n \"x_unknown\": {{\"kept\": true}} }}"
+    )
+}
+
+/// Parses an SSE body into (event, data) pairs.
+pub fn sse_events(body: &str) -> Vec<(String, serde_json::Value)> {
+    body.split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .filter_map(|block| {
+            let mut event = String::new();
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event: ") {
+                    event = e.to_string();
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            serde_json::from_str(&data).ok().map(|v| (event, v))
+        })
+        .collect()
+}

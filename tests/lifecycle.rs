@@ -1,0 +1,254 @@
+//! Start, health, metrics and a graceful stop: the binary as a user runs it, and the app in-process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+#[tokio::test]
+async fn health_ready_and_metrics() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let c = client();
+    assert_eq!(
+        c.get(format!("{}/healthz", proxy.url))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        c.get(format!("{}/readyz", proxy.url))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let _ = c
+        .post(proxy.v1("/responses"))
+        .body(responses_body("mock-ok", false))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await;
+    let _ = c
+        .get(proxy.v1("/models"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await;
+    let text = c
+        .get(format!("{}/metrics", proxy.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains(
+            "ctxgate_requests_total{route=\"responses\",method=\"POST\",status=\"200\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("ctxgate_requests_total{route=\"models\",method=\"GET\",status=\"200\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ctxgate_upstream_latency_seconds_bucket{"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ctxgate_overhead_seconds_count{route=\"responses\"} 1"),
+        "{text}"
+    );
+    // A closed store makes the proxy not ready.
+    proxy.state.store.close().await.unwrap();
+    assert_eq!(
+        c.get(format!("{}/readyz", proxy.url))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        503
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn store_file_is_created_private_with_its_directory() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let meta = std::fs::metadata(&proxy.store_path).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    }
+    assert!(meta.is_file());
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn in_flight_stream_finishes_during_graceful_shutdown() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let resp = client()
+        .post(proxy.v1("/responses"))
+        .body(responses_body("mock-slow", true))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(async move { resp.text().await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    proxy.stop().await; // returns once the drain is over
+    let text = reader.await.unwrap().unwrap();
+    assert!(
+        text.contains("response.completed"),
+        "the in-flight stream ran to its end"
+    );
+}
+
+struct Child(std::process::Child);
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the real binary; returns it and a channel of its log lines.
+fn spawn_ctxgate(args: &[&str]) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(args)
+        .env_remove("CTXGATE_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (Child(child), rx)
+}
+
+fn wait_for_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+    panic!("no log line containing {needle:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_logs_where_it_listens_and_stops_gracefully_on_sigterm() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("deep/er/ctxgate.redb");
+    let upstream = mock_url(&mock);
+    let (mut child, rx) = spawn_ctxgate(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--store",
+        store.to_str().unwrap(),
+        "--config",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/config/ctxgate.toml"),
+    ]);
+    let line = wait_for_line(&rx, "listening on http://");
+    assert!(line.contains(&upstream), "{line}");
+    assert!(line.contains(store.to_str().unwrap()), "{line}");
+    let addr = line
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| c == ',' || c.is_whitespace()).next())
+        .unwrap()
+        .to_string();
+    let url = format!("http://{addr}/v1/responses");
+    let resp = client()
+        .post(&url)
+        .body(responses_body("mock-slow", true))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(async move { resp.text().await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = reader.await.unwrap().unwrap();
+    assert!(
+        text.contains("response.completed"),
+        "in-flight stream finished after SIGTERM"
+    );
+    let status = tokio::task::spawn_blocking(move || child.0.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    wait_for_line(&rx, "ctxgate stopped");
+    // The store was closed cleanly: it opens again at once.
+    let reopened = ctxgate::store::redb::RedbStore::open(&store);
+    assert!(reopened.is_ok());
+}
+
+#[test]
+fn unusable_store_path_is_a_clear_startup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let bad = file.join("store.redb");
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            bad.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot open store"), "{err}");
+    assert!(err.contains("a-file"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unknown_config_key_is_a_clear_startup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[server]\nlisten_addr = \"127.0.0.1:0\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["serve", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("listen_addr"), "{err}");
+}
