@@ -1,5 +1,5 @@
 //! Start, health, metrics and a graceful stop: the binary as a user runs it, and the app in-process.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! A download through the proxy streams: memory does not grow with the body's size. Alone in its own test binary so
 //! no other test's allocations disturb the measurement.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! `/v1/responses/compact` and `/v1/models` of ctxgate-mock, over real HTTP.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ctxgate::mock::{self, MockConfig, MockHandle};
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! ctxgate-mock's byte-level helpers under `/v1/mock/` and its recording, as the
 //! proxy's passthrough and timeout tests will use them.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! `/v1/responses` of ctxgate-mock (JSON and SSE, every scenario),
 //! exercised over real HTTP so the bytes the proxy will see are what is checked.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! Bodies are streamed, not buffered: SSE event by event, big downloads and uploads in chunks, and a client that
 //! hangs up cancels the upstream request.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! What ctxgate does not rewrite reaches the other side byte for byte: bodies, statuses, headers.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

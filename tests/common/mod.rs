@@ -1,5 +1,5 @@
 //! Test harness: the real ctxgate app and the real mock upstream, both on loopback port 0.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
