@@ -19,6 +19,8 @@ use std::sync::Arc;
 use config::Config;
 use proxy::auth::Credentials;
 use proxy::error::ProxyError;
+use proxy::fold::FoldStage;
+use proxy::turn::Stage;
 use proxy::upstream::Upstream;
 use server::AppState;
 use store::StoreError;
@@ -63,14 +65,24 @@ impl App {
             }
         };
         let upstream = Upstream::new(&config.upstream)?;
-        let store = Arc::new(RedbStore::open(&config.store_path)?);
+        let store: Arc<dyn store::Store> = Arc::new(RedbStore::open(&config.store_path)?);
+        let metrics = Arc::new(Metrics::new());
+        let tasks = tokio_util::task::TaskTracker::new();
+        let stages: Vec<Arc<dyn Stage>> = vec![Arc::new(FoldStage::new(
+            config.fold.clone(),
+            store.clone(),
+            upstream.clone(),
+            metrics.clone(),
+            tasks.clone(),
+        ))];
         let state = AppState::new(
             Arc::new(config),
             upstream,
             credentials,
             store,
-            Arc::new(Metrics::new()),
-            Vec::new(),
+            metrics,
+            stages,
+            tasks,
         );
         Ok(App {
             state: Arc::new(state),

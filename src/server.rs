@@ -52,6 +52,7 @@ impl AppState {
         store: Arc<dyn Store>,
         metrics: Arc<Metrics>,
         stages: Vec<Arc<dyn Stage>>,
+        tasks: TaskTracker,
     ) -> AppState {
         let instance = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -64,7 +65,7 @@ impl AppState {
             store,
             metrics,
             stages,
-            tasks: TaskTracker::new(),
+            tasks,
             request_counter: AtomicU64::new(0),
             instance,
         }

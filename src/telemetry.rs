@@ -33,6 +33,11 @@ pub struct FaultLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct UpstreamErrorLabels {
     pub kind: &'static str,
 }
@@ -47,6 +52,9 @@ pub struct Metrics {
     pub overhead: HistogramFamily,
     pub stage_faults: Family<FaultLabels, Counter>,
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
+    pub folds: Family<OutcomeLabels, Counter>,
+    pub fold_tokens_removed: Counter,
+    pub fold_calls: Counter,
 }
 
 fn upstream_histogram() -> Histogram {
@@ -73,6 +81,24 @@ impl Metrics {
         let overhead: HistogramFamily = Family::new_with_constructor(overhead_histogram);
         let stage_faults = Family::<FaultLabels, Counter>::default();
         let upstream_errors = Family::<UpstreamErrorLabels, Counter>::default();
+        let folds = Family::<OutcomeLabels, Counter>::default();
+        let fold_tokens_removed = Counter::default();
+        let fold_calls = Counter::default();
+        registry.register(
+            "folds",
+            "Fold decisions on over-budget transcripts, by outcome (applied, reused, failed, backed_off)",
+            folds.clone(),
+        );
+        registry.register(
+            "fold_tokens_removed",
+            "Estimated tokens a fold (new or reused) took off the requests sent upstream",
+            fold_tokens_removed.clone(),
+        );
+        registry.register(
+            "fold_calls",
+            "Upstream calls made to fold (compact or summary), retries included",
+            fold_calls.clone(),
+        );
         registry.register(
             "requests",
             "Requests handled, by route, method and status",
@@ -105,6 +131,9 @@ impl Metrics {
             overhead,
             stage_faults,
             upstream_errors,
+            folds,
+            fold_tokens_removed,
+            fold_calls,
         }
     }
 

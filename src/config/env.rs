@@ -68,5 +68,14 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.store.path = env.var("CTXGATE_STORE_PATH");
     raw.log.format = env.var("CTXGATE_LOG_FORMAT");
     raw.log.level = env.var("CTXGATE_LOG_LEVEL");
+    raw.fold.mode = env.var("CTXGATE_FOLD_MODE");
+    raw.fold.budget = number(env, "CTXGATE_FOLD_BUDGET")?;
+    raw.fold.keep_last = number(env, "CTXGATE_FOLD_KEEP_LAST")?;
+    raw.fold.min_fold = number(env, "CTXGATE_FOLD_MIN_FOLD")?;
+    raw.fold.model = env.var("CTXGATE_FOLD_MODEL");
+    raw.fold.max_output_tokens = number(env, "CTXGATE_FOLD_MAX_OUTPUT_TOKENS")?;
+    raw.fold.reasoning_effort = env.var("CTXGATE_FOLD_REASONING_EFFORT");
+    raw.fold.on_error = env.var("CTXGATE_FOLD_ON_ERROR");
+    raw.fold.estimator = env.var("CTXGATE_FOLD_ESTIMATOR");
     Ok(raw)
 }

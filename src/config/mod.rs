@@ -5,6 +5,7 @@
 //! every gap from the named defaults below. Everything downstream sees only the checked [`Config`].
 
 pub mod env;
+pub mod fold;
 pub mod raw;
 
 use std::net::SocketAddr;
@@ -56,6 +57,7 @@ pub struct Config {
     pub store_path: PathBuf,
     pub log_format: LogFormat,
     pub log_level: String,
+    pub fold: fold::FoldSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -174,6 +176,7 @@ impl Config {
             store_path: PathBuf::from(raw.store.path.unwrap_or_else(|| DEFAULT_STORE_PATH.into())),
             log_format,
             log_level: raw.log.level.unwrap_or_else(|| "info".into()),
+            fold: fold::resolve(raw.fold)?,
         })
     }
 }
@@ -277,5 +280,27 @@ mod tests {
         assert_eq!(c.max_body_bytes, d.max_body_bytes);
         assert_eq!(c.upstream.read_timeout, d.upstream.read_timeout);
         assert_eq!(c.store_path, d.store_path);
+        assert_eq!(c.fold.fold, d.fold.fold);
+        assert_eq!(c.fold.record_ttl, d.fold.record_ttl);
+    }
+
+    #[test]
+    fn fold_section_parses_pins_and_rejects_bad_modes() {
+        let raw = parse_toml(
+            Path::new("t.toml"),
+            "[fold]\nmode = \"local\"\nbudget = 5000\n[[fold.pins]]\nby = \"text\"\ncontains = \"POLICY\"\n",
+        )
+        .unwrap();
+        let c = Config::resolve(raw).unwrap();
+        assert_eq!(c.fold.fold.mode, crate::fold::FoldMode::Local);
+        assert_eq!(c.fold.fold.budget, 5000);
+        assert_eq!(c.fold.fold.pins.len(), 1);
+        let raw = parse_toml(Path::new("t.toml"), "[fold]\nmode = \"sometimes\"\n").unwrap();
+        assert!(
+            Config::resolve(raw)
+                .unwrap_err()
+                .to_string()
+                .contains("fold.mode")
+        );
     }
 }

@@ -20,6 +20,8 @@ pub struct RawConfig {
     pub store: RawStore,
     #[serde(default)]
     pub log: RawLog,
+    #[serde(default)]
+    pub fold: RawFold,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -59,6 +61,24 @@ pub struct RawLog {
     pub level: Option<String>,
 }
 
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFold {
+    pub mode: Option<String>,
+    pub budget: Option<u64>,
+    pub keep_last: Option<u64>,
+    pub min_fold: Option<u64>,
+    pub model: Option<String>,
+    pub summary_prompt: Option<String>,
+    pub max_output_tokens: Option<u64>,
+    pub reasoning_effort: Option<String>,
+    pub pins: Option<Vec<crate::fold::PinRule>>,
+    pub back_off: Option<bool>,
+    pub on_error: Option<String>,
+    pub estimator: Option<String>,
+    pub record_ttl_secs: Option<u64>,
+}
+
 /// `a.or(b)` for every field: the later source wins where it says something.
 macro_rules! overlay_fields {
     ($base:expr, $top:expr; $($field:ident),+) => {
@@ -75,6 +95,9 @@ impl RawConfig {
         overlay_fields!(self.auth, top.auth; keys);
         overlay_fields!(self.store, top.store; path);
         overlay_fields!(self.log, top.log; format, level);
+        overlay_fields!(self.fold, top.fold;
+            mode, budget, keep_last, min_fold, model, summary_prompt, max_output_tokens, reasoning_effort, pins,
+            back_off, on_error, estimator, record_ttl_secs);
         self
     }
 }

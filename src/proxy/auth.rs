@@ -46,6 +46,23 @@ pub struct Caller {
     pub upstream_auth: Option<HeaderValue>,
 }
 
+impl Caller {
+    /// Headers for a call ctxgate makes upstream on this caller's behalf (a fold's summary, an expand round):
+    /// the upstream credential and the OpenAI account-scoping headers the client sent.
+    pub fn identity_headers(&self, client: &HeaderMap) -> HeaderMap {
+        let mut out = HeaderMap::new();
+        if let Some(auth) = &self.upstream_auth {
+            out.insert(header::AUTHORIZATION, auth.clone());
+        }
+        for name in ["openai-organization", "openai-project"] {
+            if let Some(v) = client.get(name) {
+                out.insert(name, v.clone());
+            }
+        }
+        out
+    }
+}
+
 #[derive(Clone)]
 enum Mode {
     /// Forward the client's credential.

@@ -24,6 +24,9 @@ pub enum ProxyError {
     UpstreamTimeout(std::time::Duration),
     #[error("proxy misconfigured: {0}")]
     Misconfigured(String),
+    /// A fold failed and `[fold] on_error = "fail"` says the turn fails with it.
+    #[error("the transcript is over budget and folding it failed: {0}")]
+    FoldFailed(String),
 }
 
 impl ProxyError {
@@ -36,6 +39,7 @@ impl ProxyError {
             ProxyError::UpstreamUnreachable(_) => StatusCode::BAD_GATEWAY,
             ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Misconfigured(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ProxyError::FoldFailed(_) => StatusCode::BAD_GATEWAY,
         }
     }
 
@@ -49,6 +53,7 @@ impl ProxyError {
             ProxyError::UpstreamUnreachable(_) => ("upstream_error", "upstream_unreachable"),
             ProxyError::UpstreamTimeout(_) => ("upstream_error", "upstream_timeout"),
             ProxyError::Misconfigured(_) => ("server_error", "proxy_misconfigured"),
+            ProxyError::FoldFailed(_) => ("upstream_error", "fold_failed"),
         }
     }
 

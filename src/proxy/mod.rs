@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod fold;
 pub mod headers;
 pub mod passthrough;
 pub mod responses;

@@ -18,6 +18,9 @@ use crate::config::UpstreamConfig;
 /// A body stream as the proxy relays it.
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
 
+/// Largest answer ctxgate reads into memory for a call of its own.
+const MAX_OWN_CALL_BODY: usize = 64 * 1024 * 1024;
+
 #[derive(Clone)]
 pub struct Upstream {
     client: reqwest::Client,
@@ -83,23 +86,33 @@ impl Upstream {
         }
     }
 
-    /// Sends a JSON body the proxy built itself (fold and expand calls), with the client's credential headers.
-    pub async fn send_json(
+    /// Sends a JSON body the proxy built itself (fold and expand calls) with the given identity headers, and
+    /// reads the whole answer (at most `MAX_OWN_CALL_BODY` bytes).
+    pub async fn call_json(
         &self,
         path: &str,
-        auth: Option<&HeaderValue>,
+        identity: &HeaderMap,
         body: Bytes,
-    ) -> Result<UpstreamResponse, SendError> {
-        let mut headers = HeaderMap::new();
+    ) -> Result<(u16, Bytes), SendError> {
+        let mut headers = identity.clone();
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Some(a) = auth {
-            headers.insert(header::AUTHORIZATION, a.clone());
+        let answer = self
+            .send(Method::POST, path, headers, reqwest::Body::from(body))
+            .await?;
+        let status = answer.response.status().as_u16();
+        let mut stream = self.relay(answer.response);
+        let mut buf = bytes::BytesMut::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| SendError::Other(format!("reading the answer: {e}")))?;
+            if buf.len() + chunk.len() > MAX_OWN_CALL_BODY {
+                return Err(SendError::Other("answer larger than 64 MiB".into()));
+            }
+            buf.extend_from_slice(&chunk);
         }
-        self.send(Method::POST, path, headers, reqwest::Body::from(body))
-            .await
+        Ok((status, buf.freeze()))
     }
 
     /// The response body as a stream that ends with an error when the upstream stays silent longer than the idle

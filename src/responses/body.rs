@@ -4,6 +4,7 @@ use bytes::Bytes;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::sync::OnceLock;
 
 /// One member of the top-level object, raw until a stage replaces it.
 #[derive(Debug)]
@@ -12,27 +13,64 @@ enum Member {
     Replaced(Value),
 }
 
-/// One `input` item: the client's bytes, or the value a stage put in its place.
+/// One `input` item: the client's bytes (parsed on first use, at most once per request), or the value a stage
+/// put in its place.
 #[derive(Debug)]
-pub enum Item {
-    Raw(Box<RawValue>),
-    Rewritten(Value),
+pub struct Item {
+    raw: Option<Box<RawValue>>,
+    parsed: OnceLock<Option<Value>>,
 }
 
 impl Item {
-    /// The item as a JSON value (parsed on demand for raw items).
-    pub fn to_value(&self) -> Option<Value> {
-        match self {
-            Item::Raw(raw) => serde_json::from_str(raw.get()).ok(),
-            Item::Rewritten(v) => Some(v.clone()),
+    pub fn raw(raw: Box<RawValue>) -> Item {
+        Item {
+            raw: Some(raw),
+            parsed: OnceLock::new(),
         }
     }
 
-    /// The item's JSON text exactly as it will be sent.
-    pub fn json(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Item::Raw(raw) => std::borrow::Cow::Borrowed(raw.get()),
-            Item::Rewritten(v) => std::borrow::Cow::Owned(v.to_string()),
+    pub fn rewritten(value: Value) -> Item {
+        Item {
+            raw: None,
+            parsed: OnceLock::from(Some(value)),
+        }
+    }
+
+    /// Whether the item will be sent as the client's bytes.
+    pub fn is_raw(&self) -> bool {
+        self.raw.is_some()
+    }
+
+    /// The item as a JSON value; `None` only for a raw slice that does not parse (it always does, since the body
+    /// parsed).
+    pub fn value(&self) -> Option<&Value> {
+        self.parsed
+            .get_or_init(|| {
+                self.raw
+                    .as_ref()
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            })
+            .as_ref()
+    }
+
+    /// The client's bytes for a raw item.
+    pub fn raw_json(&self) -> Option<&str> {
+        self.raw.as_ref().map(|r| r.get())
+    }
+
+    /// Length in bytes of the item's JSON as it will be sent (exact for raw items).
+    pub fn json_len(&self) -> usize {
+        match &self.raw {
+            Some(raw) => raw.get().len(),
+            None => self.value().map(|v| v.to_string().len()).unwrap_or(0),
+        }
+    }
+
+    fn write(&self, out: &mut String) {
+        match (&self.raw, self.value()) {
+            (Some(raw), _) => out.push_str(raw.get()),
+            (None, Some(v)) => out.push_str(&v.to_string()),
+            (None, None) => out.push_str("null"),
         }
     }
 }
@@ -104,7 +142,7 @@ impl RequestBody {
                         serde_json::from_str::<Vec<Box<RawValue>>>(raw.get())
                             .map_err(|_| BodyError::BadInput)?
                             .into_iter()
-                            .map(Item::Raw)
+                            .map(Item::raw)
                             .collect(),
                     ),
                     _ => return Err(BodyError::BadInput),
@@ -178,7 +216,7 @@ impl RequestBody {
     pub fn replace_item(&mut self, index: usize, value: Value) -> bool {
         match &mut self.input {
             Some(Input::Items(items)) if index < items.len() => {
-                items[index] = Item::Rewritten(value);
+                items[index] = Item::rewritten(value);
                 self.changed = true;
                 true
             }
@@ -235,10 +273,7 @@ impl RequestBody {
                     if j > 0 {
                         out.push(',');
                     }
-                    match item {
-                        Item::Raw(raw) => out.push_str(raw.get()),
-                        Item::Rewritten(v) => out.push_str(&v.to_string()),
-                    }
+                    item.write(out);
                 }
                 out.push(']');
             }

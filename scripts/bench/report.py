@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Turns the raw results of scripts/bench_load.sh into the markdown table.
+
+usage: report.py RESULTS_TSV
+
+RESULTS_TSV has a header line and one row per measured wrk run:
+  round size mode conns target requests seconds rps p50_us p99_us cpu_us_per_req
+(cpu_us_per_req is "-" where it was not measured). With several rounds every figure in the
+table is the median over the rounds; differences and ratios against direct are computed
+within each round first (the three targets of a round ran back to back), then the median
+of those is taken.
+
+Prints the table, the targets' verdicts and a one-line summary to stdout.
+"""
+
+import csv
+import statistics
+import sys
+
+SIZES = {"10k": ("10 KB", 1000), "1m": ("1 MB", 5000)}  # label, added-p99 target in µs
+MODES = {"json": "JSON", "sse": "SSE"}
+TARGETS = ("direct", "nginx", "ctxgate")
+P50_RATIO_MAX = 2.0
+RPS_PCT_MIN = 85.0
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def us(x):
+    return f"{x:.0f}"
+
+
+def verdict(ok):
+    return "ok" if ok else "**MISS**"
+
+
+def main():
+    rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+    runs = {}
+    for r in rows:
+        key = (r["size"], r["mode"], int(r["conns"]))
+        runs.setdefault(key, {}).setdefault(int(r["round"]), {})[r["target"]] = r
+    order = sorted(runs, key=lambda k: (list(SIZES).index(k[0]), list(MODES).index(k[1]), k[2]))
+
+    print("| size | mode | c | p50 µs direct / nginx / ctxgate | p99 µs direct / nginx / ctxgate "
+          "| added p50 µs nginx / ctxgate | added p99 µs nginx / ctxgate "
+          f"| added p50 ctxgate÷nginx (≤ {P50_RATIO_MAX:g}×) | ctxgate added p99 (target) "
+          f"| req/s direct / nginx / ctxgate | ctxgate req/s % of direct (≥ {RPS_PCT_MIN:g} %) "
+          "| CPU µs/req ctxgate (nginx) |")
+    print("|" + "---|" * 12)
+    met = total = 0
+    misses = []
+    for key in order:
+        size, mode, conns = key
+        label, p99_max = SIZES[size]
+        rounds = [v for v in runs[key].values() if all(t in v for t in TARGETS)]
+        if not rounds:
+            continue
+
+        def col(target, field):
+            return med([float(v[target][field]) for v in rounds])
+
+        def added(target, field):
+            return med([float(v[target][field]) - float(v["direct"][field]) for v in rounds])
+
+        p50 = {t: col(t, "p50_us") for t in TARGETS}
+        p99 = {t: col(t, "p99_us") for t in TARGETS}
+        rps = {t: col(t, "rps") for t in TARGETS}
+        a50 = {t: added(t, "p50_us") for t in ("nginx", "ctxgate")}
+        a99 = {t: added(t, "p99_us") for t in ("nginx", "ctxgate")}
+        rps_pct = med([100.0 * float(v["ctxgate"]["rps"]) / float(v["direct"]["rps"]) for v in rounds])
+        cpu = {t: [v[t]["cpu_us_per_req"] for v in rounds if v[t]["cpu_us_per_req"] != "-"]
+               for t in ("nginx", "ctxgate")}
+        cpu_s = {t: us(med([float(x) for x in cpu[t]])) if cpu[t] else "-" for t in cpu}
+
+        # Ratio of added medians. When the nginx hop adds nothing measurable (<= 0 µs, i.e.
+        # within noise), the ratio is undefined: the target is then met only if ctxgate adds
+        # nothing measurable either.
+        if a50["nginx"] > 0:
+            ratio = a50["ctxgate"] / a50["nginx"]
+            ok_ratio = ratio <= P50_RATIO_MAX
+            ratio_s = f"{ratio:.1f}× {verdict(ok_ratio)}"
+        else:
+            ok_ratio = a50["ctxgate"] <= 0
+            ratio_s = f"n/a (nginx adds {a50['nginx']:.0f} µs) {verdict(ok_ratio)}"
+        ok_p99 = a99["ctxgate"] < p99_max
+        ok_rps = rps_pct >= RPS_PCT_MIN
+        for ok, what in ((ok_ratio, f"added p50 ctxgate÷nginx ≤ {P50_RATIO_MAX:g}×"),
+                         (ok_p99, f"added p99 < {p99_max / 1000:g} ms"),
+                         (ok_rps, f"req/s ≥ {RPS_PCT_MIN:g} % of direct")):
+            total += 1
+            met += ok
+            if not ok:
+                misses.append(f"{label} {MODES[mode]} c={conns}: {what}")
+
+        print(f"| {label} | {MODES[mode]} | {conns} "
+              f"| {us(p50['direct'])} / {us(p50['nginx'])} / {us(p50['ctxgate'])} "
+              f"| {us(p99['direct'])} / {us(p99['nginx'])} / {us(p99['ctxgate'])} "
+              f"| {us(a50['nginx'])} / {us(a50['ctxgate'])} "
+              f"| {us(a99['nginx'])} / {us(a99['ctxgate'])} "
+              f"| {ratio_s} "
+              f"| {us(a99['ctxgate'])} (< {p99_max / 1000:g} ms) {verdict(ok_p99)} "
+              f"| {us(rps['direct'])} / {us(rps['nginx'])} / {us(rps['ctxgate'])} "
+              f"| {rps_pct:.0f} % {verdict(ok_rps)} "
+              f"| {cpu_s['ctxgate']} ({cpu_s['nginx']}) |")
+
+    print()
+    print(f"Targets met: {met} of {total}.")
+    for m in misses:
+        print(f"- missed: {m}")
+
+
+if __name__ == "__main__":
+    main()

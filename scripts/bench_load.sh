@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# Load benchmark: the same Responses API requests sent straight to ctxgate-mock ("direct"), through one nginx
+# hop ("nginx", the floor any proxy hop costs) and through ctxgate ("ctxgate"), at 10 KB and 1 MB bodies,
+# non-streaming (JSON answer) and streaming (SSE answer), at 1 and 32 concurrent connections; plus ctxgate's CPU
+# time per request. Writes a markdown table to stdout and to BENCH_OUT. See BENCHMARKS.md for how to read it.
+#
+# Settings (environment):
+#   BENCH_SECONDS=8          length of each measured wrk run
+#   BENCH_WARMUP=2           length of the warm-up run before each measured run (results discarded)
+#   BENCH_ROUNDS=1           repeat the whole matrix; the table then shows medians over the rounds
+#   BENCH_SIZES="10k 1m"     subsets, to re-run one configuration: sizes from {10k, 1m},
+#   BENCH_MODES="json sse"     modes from {json, sse},
+#   BENCH_CONNS="1 32"         concurrencies (1..1000)
+#   BENCH_NGINX_WORKERS=auto nginx worker_processes (auto = one per core, like ctxgate's tokio runtime)
+#   BENCH_OUT=target/bench_load.md   the table; the raw per-run results go next to it as .tsv
+#   BENCH_KEEP_TMP=1         keep the temp dir (bodies, configs, logs); it is always kept on failure
+#   CARGO_TARGET_DIR         where the release binaries are built, as cargo itself reads it
+#
+# Exits non-zero, naming the run, if any request failed (socket error, timeout, non-2xx status or an answer of
+# the wrong content type): a benchmark of failing requests measures nothing.
+set -euo pipefail
+
+ORIG_PWD=$PWD
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BENCH_DIR=$ROOT/scripts/bench
+
+BENCH_SECONDS=${BENCH_SECONDS:-8}
+BENCH_WARMUP=${BENCH_WARMUP:-2}
+BENCH_ROUNDS=${BENCH_ROUNDS:-1}
+BENCH_SIZES=${BENCH_SIZES:-10k 1m}
+BENCH_MODES=${BENCH_MODES:-json sse}
+BENCH_CONNS=${BENCH_CONNS:-1 32}
+BENCH_NGINX_WORKERS=${BENCH_NGINX_WORKERS:-auto}
+BENCH_OUT=${BENCH_OUT:-$ROOT/target/bench_load.md}
+# A relative BENCH_OUT is taken relative to where the script was called from, not the repo root.
+[[ $BENCH_OUT == /* ]] || BENCH_OUT=$ORIG_PWD/$BENCH_OUT
+
+die() {
+  echo "bench_load: $*" >&2
+  exit 1
+}
+log() { echo "bench_load: $*" >&2; }
+
+# --- arguments -------------------------------------------------------------------------------------------------
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+is_uint "$BENCH_SECONDS" && ((BENCH_SECONDS > 0)) || die "BENCH_SECONDS must be a positive integer"
+is_uint "$BENCH_WARMUP" || die "BENCH_WARMUP must be an integer (0 = no warm-up)"
+is_uint "$BENCH_ROUNDS" && ((BENCH_ROUNDS > 0)) || die "BENCH_ROUNDS must be a positive integer"
+read -ra SIZES <<<"$BENCH_SIZES"
+read -ra MODES <<<"$BENCH_MODES"
+read -ra CONNS <<<"$BENCH_CONNS"
+for s in "${SIZES[@]}"; do [[ $s == 10k || $s == 1m ]] || die "BENCH_SIZES: unknown size '$s' (10k, 1m)"; done
+for m in "${MODES[@]}"; do [[ $m == json || $m == sse ]] || die "BENCH_MODES: unknown mode '$m' (json, sse)"; done
+for c in "${CONNS[@]}"; do
+  is_uint "$c" && ((c >= 1 && c <= 1000)) || die "BENCH_CONNS: '$c' is not in 1..1000"
+done
+[[ $BENCH_NGINX_WORKERS == auto ]] || is_uint "$BENCH_NGINX_WORKERS" || die "BENCH_NGINX_WORKERS: auto or a number"
+((${#SIZES[@]} && ${#MODES[@]} && ${#CONNS[@]})) || die "empty BENCH_SIZES, BENCH_MODES or BENCH_CONNS"
+
+# --- tools -----------------------------------------------------------------------------------------------------
+
+# A fresh machine has neither wrk nor nginx; both are plain Debian packages. curl waits for the servers.
+# nginx is looked up in /usr/sbin too, since that is not on every user's PATH.
+NGINX=$(command -v nginx || true)
+[[ -n $NGINX ]] || { [[ -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx; } || true
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+[[ -n $NGINX ]] || missing+=(nginx-light)
+command -v curl >/dev/null || missing+=(curl)
+if ((${#missing[@]})); then
+  log "installing ${missing[*]}"
+  SUDO=()
+  ((EUID == 0)) || SUDO=(sudo)
+  "${SUDO[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y wrk nginx-light curl
+  NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+fi
+command -v python3 >/dev/null || die "python3 is needed (body generation, report)"
+command -v cargo >/dev/null || die "cargo is needed to build the binaries"
+
+log "building release binaries"
+cargo build --release --bins
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+[[ $BIN == /* ]] || BIN=$ROOT/$BIN
+[[ -x $BIN/ctxgate && -x $BIN/ctxgate-mock ]] || die "no binaries in $BIN"
+
+# --- temp dir, servers, cleanup --------------------------------------------------------------------------------
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctxgate-bench.XXXXXX")
+MOCK_PID="" NGINX_PID="" GATE_PID=""
+
+cleanup() {
+  local rc=$?
+  # ctxgate first (it drains towards the mock), the mock last. TERM lets each shut down cleanly; anything still
+  # alive after 10 s is killed so the script never hangs on exit.
+  local pid
+  for pid in "$GATE_PID" "$NGINX_PID" "$MOCK_PID"; do
+    [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "$GATE_PID" "$NGINX_PID" "$MOCK_PID"; do
+    [[ -n $pid ]] || continue
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if ((rc == 0)) && [[ -z ${BENCH_KEEP_TMP:-} ]]; then
+    rm -rf "$TMP"
+  else
+    log "temp dir (bodies, configs, server logs) kept: $TMP"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Free loopback ports, chosen by the kernel (bind to port 0) rather than hard-coded, so a second run or another
+# service on the machine does not collide.
+read -r MOCK_PORT NGINX_PORT GATE_PORT < <(python3 - <<'EOF'
+import socket
+socks = [socket.socket() for _ in range(3)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+)
+MOCK_URL=http://127.0.0.1:$MOCK_PORT
+NGINX_URL=http://127.0.0.1:$NGINX_PORT
+GATE_URL=http://127.0.0.1:$GATE_PORT
+
+# wait_http NAME PID URL: polls URL until it answers 2xx; fails with the server's log if it dies or takes > 30 s.
+wait_http() {
+  local name=$1 pid=$2 url=$3
+  for _ in $(seq 300); do
+    kill -0 "$pid" 2>/dev/null || { cat "$TMP/$name.log" >&2 || true; die "$name exited at start"; }
+    curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$TMP/$name.log" >&2 || true
+  die "$name did not answer $url within 30 s"
+}
+
+log "generating bodies in $TMP"
+python3 "$BENCH_DIR/gen_bodies.py" "$TMP" 10k=10240 1m=1048576
+
+# The mock's own log level is RUST_LOG; warn keeps per-request logging (if any) out of the measurement. Latency
+# and chunk delay are set explicitly so stray CTXGATE_MOCK_* variables cannot slow it down.
+RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 \
+  >"$TMP/mock.log" 2>&1 &
+MOCK_PID=$!
+wait_http mock "$MOCK_PID" "$MOCK_URL/v1/models"
+
+# nginx runs as the current user (the user line only matters when that is root: nginx would otherwise drop its
+# workers to "nobody"), in the foreground (daemon off) so $! is the master, with pid file, error log and temp
+# dirs inside $TMP (-p, -e) and no access log.
+mkdir -p "$TMP/nginx-temp"
+USER_LINE="# not root: workers run as the current user"
+((EUID != 0)) || USER_LINE="user $(id -un) $(id -gn);"
+sed -e "s|@TMP@|$TMP|g" -e "s|@MOCK_PORT@|$MOCK_PORT|g" -e "s|@NGINX_PORT@|$NGINX_PORT|g" \
+  -e "s|@WORKERS@|$BENCH_NGINX_WORKERS|g" -e "s|@USER_LINE@|$USER_LINE|" \
+  "$BENCH_DIR/nginx.conf.template" >"$TMP/nginx.conf"
+"$NGINX" -q -t -p "$TMP" -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" || die "nginx rejected $TMP/nginx.conf"
+"$NGINX" -p "$TMP" -e "$TMP/nginx-error.log" -c "$TMP/nginx.conf" >"$TMP/nginx.log" 2>&1 &
+NGINX_PID=$!
+wait_http nginx "$NGINX_PID" "$NGINX_URL/v1/models"
+
+# CTXGATE_LOG would override the level with a full filter; warn keeps request logging out of the measurement.
+env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn "$BIN/ctxgate" serve --listen "127.0.0.1:$GATE_PORT" \
+  --upstream "$MOCK_URL/v1" --store "$TMP/ctxgate.redb" >"$TMP/ctxgate.log" 2>&1 &
+GATE_PID=$!
+wait_http ctxgate "$GATE_PID" "$GATE_URL/readyz"
+
+# The nginx processes whose CPU time is summed: the master and its workers (children of the master).
+NGINX_PIDS=("$NGINX_PID")
+for stat in /proc/[0-9]*/stat; do
+  read -r line <"$stat" 2>/dev/null || continue
+  read -ra f <<<"${line##*) }"
+  [[ ${f[1]} == "$NGINX_PID" ]] && NGINX_PIDS+=("$(basename "$(dirname "$stat")")")
+done
+NGINX_WORKER_COUNT=$((${#NGINX_PIDS[@]} - 1))
+
+# --- measurement -----------------------------------------------------------------------------------------------
+
+CLK_TCK=$(getconf CLK_TCK)
+
+# cpu_ticks PID...: utime + stime of the processes (all their threads), in clock ticks, from /proc/PID/stat.
+# Fields are counted after the ")" that closes the command name, which may itself contain spaces.
+cpu_ticks() {
+  local total=0 pid line
+  local -a f
+  for pid in "$@"; do
+    read -r line <"/proc/$pid/stat" || die "process $pid is gone"
+    read -ra f <<<"${line##*) }"
+    total=$((total + f[11] + f[12])) # fields 14 (utime) and 15 (stime); f[0] is field 3
+  done
+  echo "$total"
+}
+
+# The mock records every request body in memory (tests inspect them); at 1 MB a run would pile up gigabytes,
+# so the recording is emptied before every run, outside the measured window.
+clear_mock() { curl -fsS -o /dev/null --max-time 10 -X DELETE "$MOCK_URL/__mock/requests"; }
+
+# run_wrk LABEL URL SIZE MODE CONNS SECONDS: one wrk run; sets the associative array R from its result line and
+# fails the whole benchmark if any request failed.
+declare -A R
+run_wrk() {
+  local label=$1 url=$2 size=$3 mode=$4 conns=$5 secs=$6 threads=1 out line kv
+  # One wrk thread is enough for one connection; two (one per core) for 32 connections.
+  if ((conns > 1)); then threads=2; fi
+  if ! out=$(BENCH_BODY="$TMP/$size-$mode.json" BENCH_EXPECT=$mode \
+    wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 10s -s "$BENCH_DIR/post.lua" "$url/v1/responses" 2>&1); then
+    die "$label: wrk failed: $out"
+  fi
+  line=$(grep '^BENCH_RESULT ' <<<"$out") || die "$label: no result from wrk: $out"
+  R=()
+  for kv in ${line#BENCH_RESULT }; do R[${kv%%=*}]=${kv#*=}; done
+  local bad=0 k
+  for k in err_connect err_read err_write err_timeout err_status non2xx badtype; do
+    ((R[$k] == 0)) || bad=1
+  done
+  if ((bad || R[requests] == 0)); then
+    die "$label: requests failed: $line $(grep '^BENCH_FIRST_ERROR ' <<<"$out" || true)"
+  fi
+}
+
+RESULTS=$TMP/results.tsv
+printf 'round\tsize\tmode\tconns\ttarget\trequests\tseconds\trps\tp50_us\tp99_us\tcpu_us_per_req\n' >"$RESULTS"
+
+declare -A URL=([direct]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL)
+runs=$((BENCH_ROUNDS * ${#SIZES[@]} * ${#MODES[@]} * ${#CONNS[@]} * 3))
+log "$runs runs of ${BENCH_SECONDS}s (+${BENCH_WARMUP}s warm-up each): about $((runs * (BENCH_SECONDS + BENCH_WARMUP + 1) / 60 + 1)) min"
+n=0
+for round in $(seq "$BENCH_ROUNDS"); do
+  for size in "${SIZES[@]}"; do
+    for mode in "${MODES[@]}"; do
+      for conns in "${CONNS[@]}"; do
+        # The three targets of one configuration run back to back, so slow drifts of the machine (other
+        # processes, thermal, a neighbour VM) hit all three alike and the differences stay meaningful.
+        for target in direct nginx ctxgate; do
+          n=$((n + 1))
+          label="round $round $size $mode c=$conns $target"
+          clear_mock
+          if ((BENCH_WARMUP > 0)); then
+            # Warm-up: opens the connections and the proxies' upstream pools, faults in buffers, so the measured
+            # run starts in steady state.
+            run_wrk "$label (warm-up)" "${URL[$target]}" "$size" "$mode" "$conns" "$BENCH_WARMUP"
+            clear_mock
+          fi
+          case $target in
+            ctxgate) pids=("$GATE_PID") ;;
+            nginx) pids=("${NGINX_PIDS[@]}") ;;
+            *) pids=() ;;
+          esac
+          ((${#pids[@]} == 0)) || before=$(cpu_ticks "${pids[@]}")
+          run_wrk "$label" "${URL[$target]}" "$size" "$mode" "$conns" "$BENCH_SECONDS"
+          cpu="-"
+          if ((${#pids[@]})); then
+            after=$(cpu_ticks "${pids[@]}")
+            # ticks → µs, divided by the requests this run completed.
+            cpu=$(((after - before) * 1000000 / CLK_TCK / R[requests]))
+          fi
+          printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$size" "$mode" "$conns" "$target" \
+            "${R[requests]}" "${R[seconds]}" "${R[rps]}" "${R[p50_us]}" "${R[p99_us]}" "$cpu" >>"$RESULTS"
+          log "[$n/$runs] $label: p50 ${R[p50_us]} µs, p99 ${R[p99_us]} µs, ${R[rps]} req/s, cpu ${cpu} µs/req"
+        done
+      done
+    done
+  done
+done
+clear_mock
+
+# --- report ----------------------------------------------------------------------------------------------------
+
+commit=unknown
+if git -C "$ROOT" rev-parse --short HEAD >/dev/null 2>&1; then
+  commit=$(git -C "$ROOT" rev-parse --short HEAD)
+  # The binaries are built from the work tree, which may differ from the commit.
+  [[ -z $(git -C "$ROOT" status --porcelain --untracked-files=no) ]] || commit="$commit (+ uncommitted changes)"
+fi
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+[[ -n $cpu_model ]] || cpu_model=$(uname -m)
+mem=$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+
+REPORT=$TMP/report.md
+{
+  echo "### Run of $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "- commit: $commit"
+  echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r)"
+  echo "- tools: $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $("$NGINX" -v 2>&1 | sed 's/.*: //')" \
+    "(worker_processes $BENCH_NGINX_WORKERS = $NGINX_WORKER_COUNT), $(rustc --version 2>/dev/null || echo rustc ?)"
+  echo "- runs: ${BENCH_SECONDS} s each after a ${BENCH_WARMUP} s warm-up, $BENCH_ROUNDS round(s)" \
+    "$( ((BENCH_ROUNDS == 1)) || echo '(medians over rounds)'), wrk -t1 at c=1 and -t2 above;" \
+    "bodies 10 KB = 10240 B, 1 MB = 1048576 B; mock latency 0"
+  echo
+  python3 "$BENCH_DIR/report.py" "$RESULTS"
+} >"$REPORT"
+
+mkdir -p "$(dirname "$BENCH_OUT")"
+cp "$REPORT" "$BENCH_OUT"
+cp "$RESULTS" "${BENCH_OUT%.md}.tsv"
+cat "$REPORT"
+log "written: $BENCH_OUT (raw runs: ${BENCH_OUT%.md}.tsv)"
