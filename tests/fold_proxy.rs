@@ -163,8 +163,7 @@ async fn local_mode_sends_the_documented_summary_request_and_refolds() {
     assert!(prompt.contains("summar"), "{prompt}");
     let sent = calls(&mock, "/v1/responses")
         .into_iter()
-        .filter(|b| b["model"] == "mock-ok")
-        .last()
+        .rfind(|b| b["model"] == "mock-ok")
         .unwrap();
     let spliced = sent["input"].as_array().unwrap();
     let summary_text = spliced[0]["content"].as_str().unwrap();
@@ -210,8 +209,7 @@ async fn summary_failures_are_asked_twice_then_sent_unfolded_and_backed_off() {
         assert_eq!(asked, 2, "{model}: asked once more, then gave up");
         let sent = calls(&mock, "/v1/responses")
             .into_iter()
-            .filter(|b| b["model"] == "mock-ok")
-            .last()
+            .rfind(|b| b["model"] == "mock-ok")
             .unwrap();
         assert_eq!(
             sent["input"].as_array().unwrap().len(),
