@@ -45,16 +45,17 @@ log() { echo "bench_load: $*" >&2; }
 # --- arguments -------------------------------------------------------------------------------------------------
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-is_uint "$BENCH_SECONDS" && ((BENCH_SECONDS > 0)) || die "BENCH_SECONDS must be a positive integer"
-is_uint "$BENCH_WARMUP" || die "BENCH_WARMUP must be an integer (0 = no warm-up)"
-is_uint "$BENCH_ROUNDS" && ((BENCH_ROUNDS > 0)) || die "BENCH_ROUNDS must be a positive integer"
+in_range() { is_uint "$1" && (($1 >= $2 && $1 <= $3)); }
+in_range "$BENCH_SECONDS" 1 3600 || die "BENCH_SECONDS must be an integer in 1..3600"
+in_range "$BENCH_WARMUP" 0 3600 || die "BENCH_WARMUP must be an integer in 0..3600 (0 = no warm-up)"
+in_range "$BENCH_ROUNDS" 1 100 || die "BENCH_ROUNDS must be an integer in 1..100"
 read -ra SIZES <<<"$BENCH_SIZES"
 read -ra MODES <<<"$BENCH_MODES"
 read -ra CONNS <<<"$BENCH_CONNS"
 for s in "${SIZES[@]}"; do [[ $s == 10k || $s == 1m ]] || die "BENCH_SIZES: unknown size '$s' (10k, 1m)"; done
 for m in "${MODES[@]}"; do [[ $m == json || $m == sse ]] || die "BENCH_MODES: unknown mode '$m' (json, sse)"; done
 for c in "${CONNS[@]}"; do
-  is_uint "$c" && ((c >= 1 && c <= 1000)) || die "BENCH_CONNS: '$c' is not in 1..1000"
+  in_range "$c" 1 1000 || die "BENCH_CONNS: '$c' is not in 1..1000"
 done
 [[ $BENCH_NGINX_WORKERS == auto ]] || is_uint "$BENCH_NGINX_WORKERS" || die "BENCH_NGINX_WORKERS: auto or a number"
 ((${#SIZES[@]} && ${#MODES[@]} && ${#CONNS[@]})) || die "empty BENCH_SIZES, BENCH_MODES or BENCH_CONNS"
@@ -64,7 +65,7 @@ done
 # A fresh machine has neither wrk nor nginx; both are plain Debian packages. curl waits for the servers.
 # nginx is looked up in /usr/sbin too, since that is not on every user's PATH.
 NGINX=$(command -v nginx || true)
-[[ -n $NGINX ]] || { [[ -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx; } || true
+if [[ -z $NGINX && -x /usr/sbin/nginx ]]; then NGINX=/usr/sbin/nginx; fi
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)
 [[ -n $NGINX ]] || missing+=(nginx-light)
@@ -97,7 +98,7 @@ cleanup() {
   # alive after 10 s is killed so the script never hangs on exit.
   local pid
   for pid in "$GATE_PID" "$NGINX_PID" "$MOCK_PID"; do
-    [[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null || true
+    if [[ -n $pid ]]; then kill -TERM "$pid" 2>/dev/null || true; fi
   done
   for pid in "$GATE_PID" "$NGINX_PID" "$MOCK_PID"; do
     [[ -n $pid ]] || continue
@@ -214,8 +215,10 @@ run_wrk() {
     die "$label: wrk failed: $out"
   fi
   line=$(grep '^BENCH_RESULT ' <<<"$out") || die "$label: no result from wrk: $out"
+  local -a kvs
+  read -ra kvs <<<"${line#BENCH_RESULT }"
   R=()
-  for kv in ${line#BENCH_RESULT }; do R[${kv%%=*}]=${kv#*=}; done
+  for kv in "${kvs[@]}"; do R[${kv%%=*}]=${kv#*=}; done
   local bad=0 k
   for k in err_connect err_read err_write err_timeout err_status non2xx badtype; do
     ((R[$k] == 0)) || bad=1
@@ -291,9 +294,10 @@ REPORT=$TMP/report.md
   echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r)"
   echo "- tools: $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $("$NGINX" -v 2>&1 | sed 's/.*: //')" \
     "(worker_processes $BENCH_NGINX_WORKERS = $NGINX_WORKER_COUNT), $(rustc --version 2>/dev/null || echo rustc ?)"
-  echo "- runs: ${BENCH_SECONDS} s each after a ${BENCH_WARMUP} s warm-up, $BENCH_ROUNDS round(s)" \
-    "$( ((BENCH_ROUNDS == 1)) || echo '(medians over rounds)'), wrk -t1 at c=1 and -t2 above;" \
-    "bodies 10 KB = 10240 B, 1 MB = 1048576 B; mock latency 0"
+  rounds="1 round"
+  ((BENCH_ROUNDS == 1)) || rounds="$BENCH_ROUNDS rounds (figures are medians over the rounds)"
+  echo "- runs: ${BENCH_SECONDS} s each after a ${BENCH_WARMUP} s warm-up per target, $rounds;" \
+    "wrk -t1 at c=1, -t2 above; bodies 10 KB = 10240 B, 1 MB = 1048576 B; mock latency 0"
   echo
   python3 "$BENCH_DIR/report.py" "$RESULTS"
 } >"$REPORT"

@@ -126,8 +126,8 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let sweeper = spawn_sweeper(state.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
     let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
@@ -146,7 +146,8 @@ pub async fn serve(
         result = server => result?,
         () = forced => tracing::warn!(?grace, "in-flight requests still running after the grace period; stopping"),
     }
-    sweeper.abort();
+    // The sweeper stops between sweeps, never in the middle of one.
+    let _ = sweeper.await;
     state.tasks.close();
     if tokio::time::timeout(grace, state.tasks.wait())
         .await
@@ -161,12 +162,21 @@ pub async fn serve(
     Ok(())
 }
 
-fn spawn_sweeper(state: Arc<AppState>) -> tokio::task::JoinHandle<()> {
+fn spawn_sweeper(
+    state: Arc<AppState>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => return,
+            }
+            if *stop.borrow() {
+                return;
+            }
             match state.store.sweep_expired(unix_now()).await {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(removed = n, "swept expired records"),

@@ -68,7 +68,7 @@ fn array_text(parts: &[&[Value]]) -> String {
 }
 
 /// Length of an item's compact JSON, counted without allocating it.
-fn json_len(item: &Value) -> usize {
+pub fn json_len(item: &Value) -> usize {
     let mut counter = ByteCounter(0);
     // Writing a `Value` cannot fail: its keys are strings and the counter never errors.
     if serde_json::to_writer(&mut counter, item).is_err() {

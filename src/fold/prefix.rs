@@ -75,10 +75,27 @@ pub fn single_flight_key(tenant: &str, anchor: &str, prefix_hash: &str) -> Strin
 }
 
 fn next_link(previous: &[u8; 32], item: &Value) -> [u8; 32] {
+    link(previous, &item_digest(item))
+}
+
+/// One step of the chain from an item's digest.
+pub fn link(previous: &[u8; 32], digest: &[u8; 32]) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(previous);
-    hasher.update(item_digest(item));
+    hasher.update(digest);
     hasher.finalize().into()
+}
+
+/// The hash chain from item digests (see [`chain`]); the same result without the items' values.
+pub fn chain_of_digests<'a>(digests: impl ExactSizeIterator<Item = &'a [u8; 32]>) -> Vec<String> {
+    let mut hashes = Vec::with_capacity(digests.len() + 1);
+    let mut current: [u8; 32] = Sha256::digest(b"").into();
+    hashes.push(hex(&current));
+    for digest in digests {
+        current = link(&current, digest);
+        hashes.push(hex(&current));
+    }
+    hashes
 }
 
 /// Lowercase hex of `bytes`.

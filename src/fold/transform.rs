@@ -72,10 +72,10 @@ pub struct PendingFold<'a> {
 
 /// The stored fold in place, or none (split 0, empty head).
 #[derive(Debug, Default)]
-struct Base {
-    split: usize,
-    head: Vec<Value>,
-    prefix_hash: Option<String>,
+pub(crate) struct Base {
+    pub(crate) split: usize,
+    pub(crate) head: Vec<Value>,
+    pub(crate) prefix_hash: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -338,7 +338,7 @@ impl PendingFold<'_> {
 impl Base {
     /// The longest usable record the transcript begins with; ties go to the earliest made,
     /// then to the first listed, so the choice (and the request's bytes) is stable.
-    fn find(records: &[FoldRecord], chain: &[String]) -> Self {
+    pub(crate) fn find(records: &[FoldRecord], chain: &[String]) -> Self {
         let best = records
             .iter()
             .filter(|r| r.v == RECORD_VERSION && r.split > 0 && !r.output.is_empty())
@@ -369,7 +369,7 @@ impl Base {
     }
 
     /// The request under the base alone: reused when there is a record, else unchanged.
-    fn keep(&self, tokens_before: usize, tokens_after: usize) -> FoldResult {
+    pub(crate) fn keep(&self, tokens_before: usize, tokens_after: usize) -> FoldResult {
         let outcome = if self.prefix_hash.is_some() {
             Outcome::Reused
         } else {

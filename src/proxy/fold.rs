@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::task::TaskTracker;
 
 use super::error::ProxyError;
+use super::item_facts::FactsCache;
 use super::turn::{Stage, StageError, Turn};
 use super::upstream::{SendError, Upstream};
 use crate::config::fold::FoldSettings;
@@ -44,6 +45,7 @@ pub struct FoldStage {
     /// False once this upstream answered `/responses/compact` with 404/405/501 (mode `auto` then folds locally).
     compact_supported: AtomicBool,
     flights: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    facts: FactsCache,
 }
 
 impl FoldStage {
@@ -62,6 +64,7 @@ impl FoldStage {
             tasks,
             compact_supported: AtomicBool::new(true),
             flights: std::sync::Mutex::new(HashMap::new()),
+            facts: FactsCache::default(),
         }
     }
 
@@ -302,6 +305,27 @@ impl Stage for FoldStage {
             return Ok(());
         }
         let config = self.config_for(&turn.client_headers);
+        let tenant = turn.caller.tenant.as_str().to_string();
+        let prompt_cache_key = turn.body.get_str("prompt_cache_key");
+        // Routine turns (within budget, or on a stored fold) are decided from cached item facts, unparsed.
+        let facts = turn.body.items().and_then(|items| self.facts.facts(items));
+        if let (Some(facts), Some(first)) = (&facts, turn.body.items().and_then(|i| i.first())) {
+            let anchor = match &prompt_cache_key {
+                Some(key) => fold::anchor(Some(key), None),
+                None => fold::anchor(None, first.value()),
+            };
+            let anchor_key = anchor_key(&anchor);
+            let quick = if facts_within_budget(facts, &config) {
+                fold::quick_plan(facts, &[], &config)
+            } else {
+                let (records, _) = self.load(&tenant, &anchor_key).await?;
+                fold::quick_plan(facts, &records, &config)
+            };
+            if let Some(result) = quick {
+                self.finish(turn, &anchor_key, result);
+                return Ok(());
+            }
+        }
         let items: Vec<Value> = match turn.body.items() {
             Some(items) => items
                 .iter()
@@ -382,7 +406,15 @@ impl Stage for FoldStage {
         if result.report.outcome == Outcome::Reused {
             self.refresh(&tenant, &anchor_key, &items, result.report.split, &records);
         }
-        self.report(turn, &anchor_key, &result.report);
+        self.finish(turn, &anchor_key, result);
+        Ok(())
+    }
+}
+
+impl FoldStage {
+    /// Reports the decision and applies the rewrite: the head replaces the folded items, the tail keeps its bytes.
+    fn finish(&self, turn: &mut Turn, anchor_key: &str, result: fold::FoldResult) {
+        self.report(turn, anchor_key, &result.report);
         turn.add_response_header(FOLD_HEADER, outcome_label(result.report.outcome).into());
         if let Rewrite::Replace { head, split } = result.rewrite {
             if let Some(mut kept) = turn.body.take_items() {
@@ -392,8 +424,13 @@ impl Stage for FoldStage {
                 turn.body.replace_items(rebuilt);
             }
         }
-        Ok(())
     }
+}
+
+/// Whether the transcript is within budget by the bytes estimate (no store read is needed then).
+fn facts_within_budget(facts: &[fold::ItemFacts], config: &FoldConfig) -> bool {
+    let bytes: usize = 2 + facts.iter().map(|f| f.json_len + 1).sum::<usize>();
+    bytes.div_ceil(4) <= config.budget
 }
 
 /// The fold's calls, made over the proxy's upstream client with the caller's identity.

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod fold;
 pub mod headers;
+pub mod item_facts;
 pub mod passthrough;
 pub mod responses;
 pub mod turn;

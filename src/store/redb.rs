@@ -16,6 +16,8 @@ use super::{Namespace, Record, Store, StoreError};
 const FORMAT_V1: u8 = 1;
 const HEADER_LEN: usize = 17;
 const KEY_SEPARATOR: char = '\u{1f}';
+/// Longest a close waits for operations in flight.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn table(ns: Namespace) -> TableDefinition<'static, &'static str, &'static [u8]> {
     TableDefinition::new(ns.as_str())
@@ -288,9 +290,16 @@ impl Store for RedbStore {
             let mut guard = self.db.write().map_err(|_| StoreError::Closed)?;
             guard.take()
         };
-        // Dropping the last handle flushes and closes the file; in-flight operations hold their own clone and
-        // finish first.
-        drop(taken);
+        let Some(db) = taken else {
+            return Ok(());
+        };
+        // Operations already on the blocking pool hold their own handle; the file is released (and can be opened
+        // again, e.g. by a restarted process) only when the last one finishes, so wait for them.
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        while Arc::strong_count(&db) > 1 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        drop(db);
         Ok(())
     }
 }
