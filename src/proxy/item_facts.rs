@@ -71,8 +71,8 @@ impl Generations {
 }
 
 fn key_of(item: &Item) -> u128 {
-    match item.raw_json() {
-        Some(raw) => xxhash_rust::xxh3::xxh3_128(raw.as_bytes()),
+    match item.raw_bytes() {
+        Some(raw) => xxhash_rust::xxh3::xxh3_128(raw),
         None => {
             let text = item.value().map(|v| v.to_string()).unwrap_or_default();
             xxhash_rust::xxh3::xxh3_128(text.as_bytes())

@@ -6,10 +6,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use std::sync::OnceLock;
 
-/// One member of the top-level object, raw until a stage replaces it.
+/// One member of the top-level object: a slice of the original body until a stage replaces it.
 #[derive(Debug)]
 enum Member {
-    Raw(Box<RawValue>),
+    Raw(Bytes),
     Replaced(Value),
 }
 
@@ -17,12 +17,12 @@ enum Member {
 /// put in its place.
 #[derive(Debug)]
 pub struct Item {
-    raw: Option<Box<RawValue>>,
+    raw: Option<Bytes>,
     parsed: OnceLock<Option<Value>>,
 }
 
 impl Item {
-    pub fn raw(raw: Box<RawValue>) -> Item {
+    fn raw(raw: Bytes) -> Item {
         Item {
             raw: Some(raw),
             parsed: OnceLock::new(),
@@ -48,29 +48,29 @@ impl Item {
             .get_or_init(|| {
                 self.raw
                     .as_ref()
-                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .and_then(|raw| serde_json::from_slice(raw).ok())
             })
             .as_ref()
     }
 
     /// The client's bytes for a raw item.
-    pub fn raw_json(&self) -> Option<&str> {
-        self.raw.as_ref().map(|r| r.get())
+    pub fn raw_bytes(&self) -> Option<&[u8]> {
+        self.raw.as_deref()
     }
 
     /// Length in bytes of the item's JSON as it will be sent (exact for raw items).
     pub fn json_len(&self) -> usize {
         match &self.raw {
-            Some(raw) => raw.get().len(),
+            Some(raw) => raw.len(),
             None => self.value().map(|v| v.to_string().len()).unwrap_or(0),
         }
     }
 
-    fn write(&self, out: &mut String) {
+    fn write(&self, out: &mut Vec<u8>) {
         match (&self.raw, self.value()) {
-            (Some(raw), _) => out.push_str(raw.get()),
-            (None, Some(v)) => out.push_str(&v.to_string()),
-            (None, None) => out.push_str("null"),
+            (Some(raw), _) => out.extend_from_slice(raw),
+            (None, Some(v)) => write_value(out, v),
+            (None, None) => out.extend_from_slice(b"null"),
         }
     }
 }
@@ -101,57 +101,131 @@ pub enum BodyError {
     BadInput,
 }
 
-/// Top-level members in order, duplicates kept (a serde map would silently drop all but one).
-struct Members(Vec<(String, Box<RawValue>)>);
+/// What one scan of the body finds: members as offsets into the body, `input` already split into items.
+struct Scan<'de> {
+    /// `None` for the `input` member, which is kept split into items.
+    members: Vec<(std::borrow::Cow<'de, str>, Option<&'de RawValue>)>,
+    /// Index into `members` of the first `input`, and its parsed form.
+    input: Option<(usize, ScannedInput<'de>)>,
+}
 
-impl<'de> serde::Deserialize<'de> for Members {
+enum ScannedInput<'de> {
+    Text(String),
+    Items(Vec<&'de RawValue>),
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Scan<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Members;
+            type Value = Scan<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
-                    out.push((k, v));
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scan<'de>, A::Error> {
+                let mut members = Vec::new();
+                let mut input = None;
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "input" && input.is_none() {
+                        // Split into items in the same pass that finds the member's end.
+                        input = Some((members.len(), map.next_value_seed(InputSeed)?));
+                        members.push((key, None));
+                    } else {
+                        members.push((key, Some(map.next_value::<&'de RawValue>()?)));
+                    }
                 }
-                Ok(Members(out))
+                Ok(Scan { members, input })
             }
         }
         d.deserialize_map(V)
     }
 }
 
+/// Reads the `input` member as a string or as a list of borrowed item slices.
+struct InputSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for InputSeed {
+    type Value = ScannedInput<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for InputSeed {
+    type Value = ScannedInput<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string or an array of items")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Text(v.to_string()))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Text(v))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(16));
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+            items.push(item);
+        }
+        Ok(ScannedInput::Items(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(ScannedInput::Other)
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Other)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Other)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Other)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Other)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(ScannedInput::Other)
+    }
+}
+
 impl RequestBody {
     pub fn parse(original: Bytes) -> Result<RequestBody, BodyError> {
-        let Members(raw_members) = serde_json::from_slice::<Members>(&original)
+        let scan = serde_json::from_slice::<Scan<'_>>(&original)
             .map_err(|e| BodyError::NotAnObject(e.to_string()))?;
-        let mut members = Vec::with_capacity(raw_members.len());
-        let mut input = None;
-        let mut input_position = None;
-        for (key, raw) in raw_members {
-            if key == "input" && input.is_none() {
-                let parsed = match raw.get().trim_start().as_bytes().first() {
-                    Some(b'"') => Input::Text(
-                        serde_json::from_str::<String>(raw.get())
-                            .map_err(|_| BodyError::BadInput)?,
-                    ),
-                    Some(b'[') => Input::Items(
-                        serde_json::from_str::<Vec<Box<RawValue>>>(raw.get())
-                            .map_err(|_| BodyError::BadInput)?
-                            .into_iter()
-                            .map(Item::raw)
-                            .collect(),
-                    ),
-                    _ => return Err(BodyError::BadInput),
+        let base = original.as_ptr() as usize;
+        // Every raw slice points into `original`; keep it as a cheap sub-slice of the same buffer.
+        let slice = |raw: &RawValue| {
+            let start = raw.get().as_ptr() as usize - base;
+            original.slice(start..start + raw.get().len())
+        };
+        let (input_position, input) = match scan.input {
+            None => (None, None),
+            Some((_, ScannedInput::Other)) => return Err(BodyError::BadInput),
+            Some((at, ScannedInput::Text(t))) => (Some(at), Some(Input::Text(t))),
+            Some((at, ScannedInput::Items(items))) => (
+                Some(at),
+                Some(Input::Items(
+                    items.into_iter().map(|r| Item::raw(slice(r))).collect(),
+                )),
+            ),
+        };
+        let members = scan
+            .members
+            .into_iter()
+            .map(|(k, raw)| {
+                let member = match raw {
+                    Some(raw) => Member::Raw(slice(raw)),
+                    None => Member::Raw(Bytes::new()),
                 };
-                input = Some(parsed);
-                input_position = Some(members.len());
-            }
-            members.push((key, Member::Raw(raw)));
-        }
+                (k.into_owned(), member)
+            })
+            .collect();
         Ok(RequestBody {
             original,
             members,
@@ -176,7 +250,7 @@ impl RequestBody {
             .iter()
             .find(|(k, _)| k == key)
             .and_then(|(_, m)| match m {
-                Member::Raw(raw) => serde_json::from_str(raw.get()).ok(),
+                Member::Raw(raw) => serde_json::from_slice(raw).ok(),
                 Member::Replaced(v) => Some(v.clone()),
             })
     }
@@ -247,51 +321,53 @@ impl RequestBody {
         if !self.changed {
             return self.original.clone();
         }
-        let mut out = String::with_capacity(self.original.len());
-        out.push('{');
+        let mut out = Vec::with_capacity(self.original.len());
+        out.push(b'{');
         for (i, (key, member)) in self.members.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            push_json_string(&mut out, key);
-            out.push(':');
+            write_value(&mut out, &Value::String(key.clone()));
+            out.push(b':');
             if Some(i) == self.input_position {
                 self.write_input(&mut out, member);
             } else {
                 write_member(&mut out, member);
             }
         }
-        out.push('}');
+        out.push(b'}');
         Bytes::from(out)
     }
 
-    fn write_input(&self, out: &mut String, fallback: &Member) {
+    /// Writes `input` from its items (its raw member slot is empty: the items are the member).
+    fn write_input(&self, out: &mut Vec<u8>, fallback: &Member) {
         match &self.input {
             Some(Input::Items(items)) => {
-                out.push('[');
+                out.push(b'[');
                 for (j, item) in items.iter().enumerate() {
                     if j > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     item.write(out);
                 }
-                out.push(']');
+                out.push(b']');
             }
-            Some(Input::Text(text)) => push_json_string(out, text),
+            Some(Input::Text(text)) => write_value(out, &Value::String(text.clone())),
             None => write_member(out, fallback),
         }
     }
 }
 
-fn write_member(out: &mut String, member: &Member) {
+fn write_member(out: &mut Vec<u8>, member: &Member) {
     match member {
-        Member::Raw(raw) => out.push_str(raw.get()),
-        Member::Replaced(v) => out.push_str(&v.to_string()),
+        Member::Raw(raw) => out.extend_from_slice(raw),
+        Member::Replaced(v) => write_value(out, v),
     }
 }
 
-fn push_json_string(out: &mut String, s: &str) {
-    out.push_str(&Value::String(s.to_string()).to_string());
+fn write_value(out: &mut Vec<u8>, v: &Value) {
+    // Serializing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 #[cfg(test)]
