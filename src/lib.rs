@@ -5,6 +5,7 @@
 //! `main.rs` is only argument parsing around these two calls.
 
 pub mod config;
+pub mod ctxzip;
 pub mod fold;
 pub mod mock;
 pub mod proxy;

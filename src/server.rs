@@ -23,7 +23,7 @@ use crate::proxy::auth::Credentials;
 use crate::proxy::turn::Stage;
 use crate::proxy::upstream::Upstream;
 use crate::proxy::{passthrough, responses};
-use crate::store::{Store, unix_now};
+use crate::store::{Namespace, Store, unix_now};
 use crate::telemetry::Metrics;
 
 /// How often expired records are swept from the store.
@@ -181,6 +181,12 @@ fn spawn_sweeper(
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(removed = n, "swept expired records"),
                 Err(e) => tracing::warn!(error = %e, "store sweep failed"),
+            }
+            let bounded = [Namespace::Originals, Namespace::Compressed];
+            match state.store.evict_to(&bounded, state.config.store_max_bytes).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(evicted = n, "store over its size bound; evicted the least recently used records"),
+                Err(e) => tracing::warn!(error = %e, "store eviction failed"),
             }
         }
     })

@@ -43,6 +43,18 @@ fn number(env: &dyn EnvSource, name: &str) -> Result<Option<u64>, ConfigError> {
     }
 }
 
+fn flag(env: &dyn EnvSource, name: &str) -> Result<Option<bool>, ConfigError> {
+    match env.var(name).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(None),
+        Some(v) if matches!(v.as_str(), "1" | "true" | "yes" | "on") => Ok(Some(true)),
+        Some(v) if matches!(v.as_str(), "0" | "false" | "no" | "off") => Ok(Some(false)),
+        Some(v) => Err(ConfigError::Invalid {
+            key: name.to_string(),
+            message: format!("expected true or false, got {v:?}"),
+        }),
+    }
+}
+
 fn list(env: &dyn EnvSource, name: &str) -> Option<Vec<String>> {
     env.var(name).map(|v| {
         v.split(',')
@@ -66,6 +78,15 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.upstream.stream_idle_timeout_ms = number(env, "CTXGATE_UPSTREAM_STREAM_IDLE_TIMEOUT_MS")?;
     raw.auth.keys = list(env, "CTXGATE_AUTH_KEYS");
     raw.store.path = env.var("CTXGATE_STORE_PATH");
+    raw.store.max_bytes = number(env, "CTXGATE_STORE_MAX_BYTES")?;
+    raw.compress.enabled = flag(env, "CTXGATE_COMPRESS_ENABLED")?;
+    raw.compress.min_tool_output_chars = number(env, "CTXGATE_COMPRESS_MIN_TOOL_OUTPUT_CHARS")?;
+    raw.compress.protect_recent = number(env, "CTXGATE_COMPRESS_PROTECT_RECENT")?;
+    raw.compress.protect_recent_turns = number(env, "CTXGATE_COMPRESS_PROTECT_RECENT_TURNS")?;
+    raw.compress.exclude_tools = list(env, "CTXGATE_COMPRESS_EXCLUDE_TOOLS");
+    raw.compress.keep_patterns = list(env, "CTXGATE_COMPRESS_KEEP_PATTERNS");
+    raw.compress.code = flag(env, "CTXGATE_COMPRESS_CODE")?;
+    raw.compress.ttl_secs = number(env, "CTXGATE_COMPRESS_TTL_SECS")?;
     raw.log.format = env.var("CTXGATE_LOG_FORMAT");
     raw.log.level = env.var("CTXGATE_LOG_LEVEL");
     raw.fold.mode = env.var("CTXGATE_FOLD_MODE");

@@ -4,6 +4,7 @@
 //! unknown keys rejected with their path) and overlaid; [`Config::resolve`] then checks the merged layer and fills
 //! every gap from the named defaults below. Everything downstream sees only the checked [`Config`].
 
+pub mod compress;
 pub mod env;
 pub mod fold;
 pub mod raw;
@@ -19,6 +20,8 @@ pub const DEFAULT_UPSTREAM: &str = "https://api.openai.com/v1";
 pub const DEFAULT_STORE_PATH: &str = "data/ctxgate.redb";
 /// 64 MiB: large enough for a long agent transcript, small enough to refuse a runaway client.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+/// 2 GiB of originals and compressed forms before the oldest are evicted.
+pub const DEFAULT_STORE_MAX_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 /// Wait for the upstream's response headers. A non-streaming reasoning call can think for minutes before its
@@ -58,6 +61,9 @@ pub struct Config {
     pub log_format: LogFormat,
     pub log_level: String,
     pub fold: fold::FoldSettings,
+    pub compress: compress::CompressSettings,
+    /// Bound on the store's originals and compressed forms, in bytes; oldest evicted first.
+    pub store_max_bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +183,11 @@ impl Config {
             log_format,
             log_level: raw.log.level.unwrap_or_else(|| "info".into()),
             fold: fold::resolve(raw.fold)?,
+            compress: compress::resolve(raw.compress)?,
+            store_max_bytes: match raw.store.max_bytes.unwrap_or(DEFAULT_STORE_MAX_BYTES) {
+                0 => return Err(invalid("store.max_bytes", "must be positive".into())),
+                n => n,
+            },
         })
     }
 }
@@ -282,6 +293,8 @@ mod tests {
         assert_eq!(c.store_path, d.store_path);
         assert_eq!(c.fold.fold, d.fold.fold);
         assert_eq!(c.fold.record_ttl, d.fold.record_ttl);
+        assert_eq!(c.compress, d.compress);
+        assert_eq!(c.store_max_bytes, d.store_max_bytes);
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct RawConfig {
     pub log: RawLog,
     #[serde(default)]
     pub fold: RawFold,
+    #[serde(default)]
+    pub compress: RawCompress,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -52,6 +54,7 @@ pub struct RawAuth {
 #[serde(deny_unknown_fields)]
 pub struct RawStore {
     pub path: Option<String>,
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -59,6 +62,20 @@ pub struct RawStore {
 pub struct RawLog {
     pub format: Option<String>,
     pub level: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCompress {
+    pub enabled: Option<bool>,
+    pub min_tool_output_chars: Option<u64>,
+    pub protect_recent: Option<u64>,
+    pub protect_recent_turns: Option<u64>,
+    pub exclude_tools: Option<Vec<String>>,
+    pub keep_patterns: Option<Vec<String>>,
+    pub code: Option<bool>,
+    pub user_messages: Option<bool>,
+    pub ttl_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -93,7 +110,10 @@ impl RawConfig {
         overlay_fields!(self.upstream, top.upstream;
             url, api_key_env, connect_timeout_ms, read_timeout_ms, stream_idle_timeout_ms);
         overlay_fields!(self.auth, top.auth; keys);
-        overlay_fields!(self.store, top.store; path);
+        overlay_fields!(self.store, top.store; path, max_bytes);
+        overlay_fields!(self.compress, top.compress;
+            enabled, min_tool_output_chars, protect_recent, protect_recent_turns, exclude_tools, keep_patterns, code,
+            user_messages, ttl_secs);
         overlay_fields!(self.log, top.log; format, level);
         overlay_fields!(self.fold, top.fold;
             mode, budget, keep_last, min_fold, model, summary_prompt, max_output_tokens, reasoning_effort, pins,

@@ -6,6 +6,7 @@
 //! it arrived on.
 
 pub mod auth;
+pub mod cache;
 pub mod error;
 pub mod fold;
 pub mod headers;

@@ -116,6 +116,9 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<(String, Record)>, StoreError>;
     /// Deletes every record expired at `now`; returns how many.
     async fn sweep_expired(&self, now: u64) -> Result<u64, StoreError>;
+    /// Keeps the records of `namespaces` under `max_bytes` in all (keys and values): the least recently refreshed
+    /// (earliest expiry; records without one last) are deleted first. Returns how many were evicted.
+    async fn evict_to(&self, namespaces: &[Namespace], max_bytes: u64) -> Result<u64, StoreError>;
     /// Cheap liveness check for `/readyz`.
     async fn ping(&self) -> Result<(), StoreError>;
     /// Flushes and releases the backend; later calls fail with [`StoreError::Closed`].

@@ -281,6 +281,47 @@ impl Store for RedbStore {
         .await
     }
 
+    async fn evict_to(&self, namespaces: &[Namespace], max_bytes: u64) -> Result<u64, StoreError> {
+        let namespaces = namespaces.to_vec();
+        self.run(move |db| {
+            // (expiry, namespace, key, size): one read pass, then deletes in one write transaction.
+            let mut entries = Vec::new();
+            let mut total = 0u64;
+            {
+                let tx = db.begin_read().map_err(io)?;
+                for ns in &namespaces {
+                    let t = tx.open_table(table(*ns)).map_err(io)?;
+                    for entry in t.iter().map_err(io)? {
+                        let (k, v) = entry.map_err(io)?;
+                        let size = (k.value().len() + v.value().len()) as u64;
+                        total += size;
+                        let expiry = decode(v.value()).ok().and_then(|r| r.expires_at).unwrap_or(u64::MAX);
+                        entries.push((expiry, *ns, k.value().to_string(), size));
+                    }
+                }
+            }
+            if total <= max_bytes {
+                return Ok(0);
+            }
+            entries.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
+            let tx = db.begin_write().map_err(io)?;
+            let mut evicted = 0u64;
+            for (_, ns, key, size) in entries {
+                if total <= max_bytes {
+                    break;
+                }
+                let mut t = tx.open_table(table(ns)).map_err(io)?;
+                if t.remove(key.as_str()).map_err(io)?.is_some() {
+                    total = total.saturating_sub(size);
+                    evicted += 1;
+                }
+            }
+            tx.commit().map_err(io)?;
+            Ok(evicted)
+        })
+        .await
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         self.run(|db| db.begin_read().map(|_| ()).map_err(io)).await
     }
@@ -414,6 +455,25 @@ mod tests {
         assert!(matches!(err, StoreError::Open { .. }), "{err}");
         let err = RedbStore::open(&file).err().expect("not a redb file");
         assert!(err.to_string().contains("plain-file"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn eviction_keeps_the_store_under_its_bound_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("s.redb")).unwrap();
+        for i in 0..10u64 {
+            let r = Record {
+                value: vec![b'x'; 1000],
+                created_at: i,
+                expires_at: Some(1000 + i),
+            };
+            store.put(Namespace::Originals, "t", &format!("k{i}"), r).await.unwrap();
+        }
+        let evicted = store.evict_to(&[Namespace::Originals], 5_500).await.unwrap();
+        assert_eq!(evicted, 5);
+        assert!(store.get(Namespace::Originals, "t", "k0", 0).await.unwrap().is_none());
+        assert!(store.get(Namespace::Originals, "t", "k9", 0).await.unwrap().is_some());
+        assert_eq!(store.evict_to(&[Namespace::Originals], 5_500).await.unwrap(), 0);
     }
 
     #[test]

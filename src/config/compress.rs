@@ -1,0 +1,88 @@
+//! The `[compress]` section: which items ctxzip compresses, and how long originals stay expandable.
+
+use std::time::Duration;
+
+use super::ConfigError;
+use super::raw::RawCompress;
+
+/// Outputs shorter than this are never compressed (a marker and its note would eat most of the gain).
+pub const DEFAULT_MIN_TOOL_OUTPUT_CHARS: usize = 2048;
+/// User turns at the end of the transcript whose live-zone items stay verbatim.
+pub const DEFAULT_PROTECT_RECENT_TURNS: usize = 2;
+/// How long an original stays expandable after the last request that carried its marker.
+pub const DEFAULT_TTL_SECS: u64 = 1800;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressSettings {
+    pub enabled: bool,
+    pub min_tool_output_chars: usize,
+    /// The most recent tool outputs left verbatim (0: compress at first sight).
+    pub protect_recent: usize,
+    pub protect_recent_turns: usize,
+    pub exclude_tools: Vec<String>,
+    pub keep_patterns: Vec<String>,
+    pub code: bool,
+    pub user_messages: bool,
+    pub ttl: Duration,
+}
+
+impl Default for CompressSettings {
+    fn default() -> Self {
+        CompressSettings {
+            enabled: true,
+            min_tool_output_chars: DEFAULT_MIN_TOOL_OUTPUT_CHARS,
+            protect_recent: 0,
+            protect_recent_turns: DEFAULT_PROTECT_RECENT_TURNS,
+            exclude_tools: Vec::new(),
+            keep_patterns: Vec::new(),
+            code: false,
+            user_messages: false,
+            ttl: Duration::from_secs(DEFAULT_TTL_SECS),
+        }
+    }
+}
+
+fn size(key: &str, v: Option<u64>, default: usize) -> Result<usize, ConfigError> {
+    v.map_or(Ok(default), |n| {
+        usize::try_from(n).map_err(|_| ConfigError::Invalid {
+            key: format!("compress.{key}"),
+            message: "too large".into(),
+        })
+    })
+}
+
+pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
+    let d = CompressSettings::default();
+    let ttl_secs = raw.ttl_secs.unwrap_or(DEFAULT_TTL_SECS);
+    if ttl_secs == 0 {
+        return Err(ConfigError::Invalid {
+            key: "compress.ttl_secs".into(),
+            message: "must be positive: an original must outlive the request carrying its marker".into(),
+        });
+    }
+    Ok(CompressSettings {
+        enabled: raw.enabled.unwrap_or(d.enabled),
+        min_tool_output_chars: size(
+            "min_tool_output_chars",
+            raw.min_tool_output_chars,
+            d.min_tool_output_chars,
+        )?
+        .max(1),
+        protect_recent: size("protect_recent", raw.protect_recent, d.protect_recent)?,
+        protect_recent_turns: size(
+            "protect_recent_turns",
+            raw.protect_recent_turns,
+            d.protect_recent_turns,
+        )?,
+        exclude_tools: raw.exclude_tools.unwrap_or_default(),
+        keep_patterns: raw
+            .keep_patterns
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect(),
+        code: raw.code.unwrap_or(d.code),
+        user_messages: raw.user_messages.unwrap_or(d.user_messages),
+        ttl: Duration::from_secs(ttl_secs),
+    })
+}

@@ -1,0 +1,317 @@
+//! Content detection: which compressor a tool output gets.
+//!
+//! In the request path this runs once per large output. JSON is recognised by a full validating scan (a value
+//! cut off mid-way is not JSON and goes to the line compressors); everything else is classified from a bounded
+//! sample of lines (the first 300 and the last 100, each looked at for at most 512 bytes), so detection costs
+//! the same for a 3 KB and a 30 MB output.
+
+use super::Kind;
+use super::jscan;
+use super::relevance::is_error_line;
+
+const SAMPLE_HEAD: usize = 300;
+const SAMPLE_TAIL: usize = 100;
+const SAMPLE_LINE_BYTES: usize = 512;
+
+/// Names the content kind of `text`.
+pub fn detect(text: &str) -> Kind {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        match jscan::validate(text) {
+            Some(b'[') => return Kind::JsonArray,
+            Some(b'{') => return Kind::JsonObject,
+            _ => {}
+        }
+    }
+    let sample = sample_lines(text);
+    let f = Features::of(&sample);
+    if f.diff_files > 0 || (f.hunks > 0 && f.minus_plus_headers > 0) {
+        return Kind::Diff;
+    }
+    if f.nonempty >= 3 && f.search * 10 >= f.nonempty * 6 {
+        return Kind::Search;
+    }
+    if f.numbered * 10 >= f.nonempty * 6
+        && f.code * 10 >= f.nonempty * 3
+        && f.errors * 10 < f.nonempty
+    {
+        return Kind::Code;
+    }
+    if f.nonempty >= 5
+        && f.code * 2 >= f.nonempty
+        && f.log * 10 < f.nonempty
+        && f.errors * 10 < f.nonempty
+    {
+        return Kind::Code;
+    }
+    if f.log * 100 >= f.nonempty * 15 || f.errors >= 2.max(f.nonempty / 50) {
+        return Kind::Log;
+    }
+    Kind::Lines
+}
+
+fn sample_lines(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = text.split('\n').take(SAMPLE_HEAD).collect();
+    let head_bytes: usize = out.iter().map(|l| l.len() + 1).sum();
+    if head_bytes < text.len() {
+        let tail: Vec<&str> = text[head_bytes..].rsplit('\n').take(SAMPLE_TAIL).collect();
+        out.extend(tail.into_iter().rev());
+    }
+    out.into_iter()
+        .map(|l| &l[..super::truncate::floor_boundary(l, SAMPLE_LINE_BYTES)])
+        .collect()
+}
+
+#[derive(Default, Debug)]
+struct Features {
+    nonempty: usize,
+    diff_files: usize,
+    hunks: usize,
+    minus_plus_headers: usize,
+    search: usize,
+    numbered: usize,
+    code: usize,
+    log: usize,
+    errors: usize,
+}
+
+impl Features {
+    fn of(lines: &[&str]) -> Self {
+        let mut f = Features::default();
+        for line in lines {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() {
+                continue;
+            }
+            f.nonempty += 1;
+            if line.starts_with("diff --git ") {
+                f.diff_files += 1;
+            } else if line.starts_with("@@ -") && line[4..].contains(" @@") {
+                f.hunks += 1;
+            } else if line.starts_with("+++ ") || line.starts_with("--- ") {
+                f.minus_plus_headers += 1;
+            }
+            if search_prefix(line).is_some() {
+                f.search += 1;
+            }
+            let content = match strip_line_number(line) {
+                Some(rest) => {
+                    f.numbered += 1;
+                    rest
+                }
+                None => line,
+            };
+            if is_code_like(content) {
+                f.code += 1;
+            }
+            if is_log_like(line) {
+                f.log += 1;
+            }
+            if is_error_line(line) {
+                f.errors += 1;
+            }
+        }
+        f
+    }
+}
+
+/// `path:line:` (grep -n, ripgrep): the path has no whitespace, the line number is followed by `:`.
+/// Returns the path.
+pub(crate) fn search_prefix(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b':' if i > 0 => {
+                let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                if digits > 0 && b.get(i + 1 + digits) == Some(&b':') {
+                    let path = &line[..i];
+                    // Timestamps (`12:34:56`, `2024-01-01T10:00:00`) start with a digit; paths rarely do.
+                    return (!b[0].is_ascii_digit()).then_some(path);
+                }
+                // Windows drive letters (`C:\`) and URLs keep going; anything else ends the path.
+                if !(i == 1 || b.get(i + 1) == Some(&b'\\')) {
+                    return None;
+                }
+            }
+            c if c.is_ascii_whitespace() || c == b'"' || c == b'\'' || c == b'{' || c == b'[' => {
+                return None;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The content after a `cat -n` / `nl` style line number (`   12\t…`, `12: …`, `12| …`).
+pub(crate) fn strip_line_number(line: &str) -> Option<&str> {
+    let t = line.trim_start_matches(' ');
+    let digits = t.bytes().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > 7 {
+        return None;
+    }
+    let rest = &t[digits..];
+    if let Some(r) = rest.strip_prefix('\t') {
+        return Some(r);
+    }
+    for sep in [": ", "| ", "→"] {
+        if let Some(r) = rest.strip_prefix(sep) {
+            return Some(r);
+        }
+    }
+    if rest.is_empty() || rest == ":" || rest == "|" {
+        return Some("");
+    }
+    None
+}
+
+const CODE_STARTS: [&str; 44] = [
+    "fn ",
+    "pub ",
+    "let ",
+    "use ",
+    "mod ",
+    "impl ",
+    "impl<",
+    "struct ",
+    "enum ",
+    "trait ",
+    "match ",
+    "if ",
+    "else",
+    "for ",
+    "while ",
+    "loop ",
+    "return",
+    "def ",
+    "class ",
+    "import ",
+    "from ",
+    "async ",
+    "await ",
+    "const ",
+    "static ",
+    "var ",
+    "function ",
+    "package ",
+    "func ",
+    "type ",
+    "interface ",
+    "#include",
+    "#define",
+    "#[",
+    "//",
+    "/*",
+    "* ",
+    "try",
+    "except",
+    "raise ",
+    "switch ",
+    "case ",
+    "export ",
+    "@",
+];
+
+fn is_code_like(content: &str) -> bool {
+    let t = content.trim();
+    if t.is_empty() || t.starts_with('"') {
+        return false;
+    }
+    if CODE_STARTS.iter().any(|s| t.starts_with(s)) {
+        return true;
+    }
+    let ends = [";", "{", "}", "};", "(", "=>", "->", "*/", "):", "),"];
+    ends.iter().any(|e| t.ends_with(e))
+        || (t.ends_with(':') && t.contains('(') && !t.contains(": "))
+}
+
+const LOG_WORDS: [&str; 24] = [
+    "Compiling",
+    "Running",
+    "Downloaded",
+    "Downloading",
+    "Checking",
+    "Finished",
+    "Building",
+    "Installing",
+    "Collecting",
+    "Updating",
+    "Fresh",
+    "Locking",
+    "Adding",
+    "Step",
+    "INFO",
+    "DEBUG",
+    "TRACE",
+    "WARN",
+    "ERROR",
+    "npm",
+    "Traceback",
+    "Successfully",
+    "Processing",
+    "Setting",
+];
+
+fn is_log_like(line: &str) -> bool {
+    let t = line.trim_start();
+    let first = t
+        .split([' ', '\t', ':', ']'])
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('[');
+    if LOG_WORDS.contains(&first) {
+        return true;
+    }
+    if t.starts_with("warning:")
+        || t.starts_with("error:")
+        || t.starts_with("error[")
+        || t.starts_with("==>")
+    {
+        return true;
+    }
+    // A timestamp (2024-01-31… or 12:34:56) at the start.
+    let b = t.as_bytes();
+    let date =
+        b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-';
+    let time =
+        b.len() >= 8 && b[..2].iter().all(u8::is_ascii_digit) && b[2] == b':' && b[5] == b':';
+    date || time
+        || [" INFO ", " WARN ", " ERROR ", " DEBUG ", "[info]", "[warn]"]
+            .iter()
+            .any(|w| t.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_kinds() {
+        assert_eq!(detect("[1, 2, 3]"), Kind::JsonArray);
+        assert_eq!(detect(" {\"a\": [1]}\n"), Kind::JsonObject);
+        assert_eq!(detect("{\"a\": [1"), Kind::Lines);
+        let diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n+b\n";
+        assert_eq!(detect(diff), Kind::Diff);
+        let grep = "src/a.rs:1:fn a() {}\nsrc/a.rs:9:fn b() {}\nsrc/b.rs:3:  let x = 1;\n";
+        assert_eq!(detect(grep), Kind::Search);
+        let code = "use std::io;\n\nfn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
+        assert_eq!(detect(code), Kind::Code);
+        let numbered =
+            "     1\tuse std::io;\n     2\t\n     3\tfn main() {\n     4\t    run();\n     5\t}\n";
+        assert_eq!(detect(numbered), Kind::Code);
+        let log = "   Compiling a v1\n   Compiling b v1\n    Finished dev\n";
+        assert_eq!(detect(log), Kind::Log);
+        assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
+    }
+
+    #[test]
+    fn search_prefix_needs_line_numbers() {
+        assert_eq!(search_prefix("./a/b.rs:12:  x"), Some("./a/b.rs"));
+        assert_eq!(search_prefix("C:\\x\\y.rs:3:z"), Some("C:\\x\\y.rs"));
+        assert_eq!(search_prefix("Package: python3"), None);
+        assert_eq!(search_prefix("warning: x:1:2"), None);
+        assert_eq!(search_prefix("12:34:56 INFO"), None);
+        assert_eq!(search_prefix("2024-01-01T00:00:12 INFO step"), None);
+    }
+}

@@ -1,0 +1,277 @@
+//! Unified diffs (`git diff`, `git show`, patches).
+//!
+//! In the request path a diff keeps every file header and every hunk header, and every `+`/`-` line while
+//! they fit a budget; context lines are trimmed to one on each side of a change. When the changed lines alone
+//! exceed the budget, whole hunks are offloaded — lock files and generated files first, then the largest
+//! hunks — each leaving its `@@` header and a marker with its `+a -b` churn. Error, keep-pattern and relevant
+//! lines stay visible wherever they are.
+
+use super::relevance::is_error_line;
+use super::{Ctx, Tally, Unit};
+
+/// Changed lines shown before whole hunks start being offloaded.
+const MAX_CHANGED: usize = 600;
+/// Query-relevant lines kept visible beyond the changes (error and keep-pattern lines are unbounded).
+const MAX_RELEVANT: usize = 40;
+/// Context lines kept on each side of a change.
+const CONTEXT: usize = 1;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Role {
+    Header,
+    Add,
+    Del,
+    Context,
+}
+
+struct Hunk {
+    /// Index of the `@@` line; the hunk's lines follow it up to `end`.
+    header: usize,
+    end: usize,
+    file: usize,
+    adds: usize,
+    dels: usize,
+}
+
+pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    let (body, trailing_newline) = match text.strip_suffix('\n') {
+        Some(b) => (b, true),
+        None => (text, false),
+    };
+    let lines: Vec<&str> = body.split('\n').collect();
+    let (roles, hunks, files) = parse(&lines);
+    let n = lines.len();
+    let mut relevant_left = MAX_RELEVANT;
+    let protected: Vec<bool> = lines
+        .iter()
+        .map(|l| {
+            let h = ctx.matcher.scan(l.as_bytes());
+            let relevant = h.query != 0 && relevant_left > 0;
+            if relevant {
+                relevant_left -= 1;
+            }
+            h.keep || relevant || is_error_line(l)
+        })
+        .collect();
+    let mut keep: Vec<bool> = (0..n)
+        .map(|i| roles[i] != Role::Context || protected[i])
+        .collect();
+    for i in 0..n {
+        if roles[i] != Role::Context {
+            continue;
+        }
+        let near = |j: usize| matches!(roles.get(j), Some(Role::Add | Role::Del));
+        if (1..=CONTEXT).any(|d| near(i + d) || (i >= d && near(i - d))) {
+            keep[i] = true;
+        }
+    }
+    // Offload whole hunks while the changed lines exceed the budget.
+    let changed: usize = hunks.iter().map(|h| h.adds + h.dels).sum();
+    let mut offloaded = vec![false; hunks.len()];
+    if changed > MAX_CHANGED {
+        let mut order: Vec<usize> = (0..hunks.len()).collect();
+        order.sort_by_key(|&h| {
+            let hk = &hunks[h];
+            (
+                !is_bulk_file(files.get(hk.file).copied().unwrap_or("")),
+                std::cmp::Reverse(hk.adds + hk.dels),
+                h,
+            )
+        });
+        let mut remaining = changed;
+        for h in order {
+            if remaining <= MAX_CHANGED {
+                break;
+            }
+            offloaded[h] = true;
+            remaining -= hunks[h].adds + hunks[h].dels;
+        }
+    }
+    for (h, hk) in hunks.iter().enumerate() {
+        if offloaded[h] {
+            let body = hk.header + 1..hk.end;
+            keep[body.clone()].copy_from_slice(&protected[body]);
+        }
+    }
+    let mut out = String::with_capacity(text.len() / 2);
+    let mut trimmed = 0;
+    let mut hunk_of_line = vec![usize::MAX; n];
+    for (h, hk) in hunks.iter().enumerate() {
+        hunk_of_line[hk.header + 1..hk.end]
+            .iter_mut()
+            .for_each(|x| *x = h);
+    }
+    let mut i = 0;
+    while i < n {
+        if keep[i] {
+            out.push_str(lines[i]);
+            out.push('\n');
+            i += 1;
+            continue;
+        }
+        let h = hunk_of_line[i];
+        let start = i;
+        while i < n && !keep[i] && hunk_of_line[i] == h {
+            i += 1;
+        }
+        if h != usize::MAX && offloaded[h] {
+            let (adds, dels) = (hunks[h].adds, hunks[h].dels);
+            tally.add(Unit::Lines, i - start);
+            out.push_str(&ctx.marker(i - start, Unit::Lines));
+            out.push_str(&format!(" (+{adds} -{dels})\n"));
+        } else {
+            trimmed += i - start;
+        }
+    }
+    if trimmed > 0 {
+        tally.add(Unit::Lines, trimmed);
+        out.push_str(&ctx.marker(trimmed, Unit::Lines));
+        out.push_str(" (context lines trimmed)\n");
+    }
+    if !trailing_newline {
+        out.pop();
+    }
+    (out.len() < text.len()).then_some(out)
+}
+
+/// Roles of all lines, the hunks, and the file path of each `diff --git`/`+++` section.
+fn parse<'a>(lines: &[&'a str]) -> (Vec<Role>, Vec<Hunk>, Vec<&'a str>) {
+    let mut roles = vec![Role::Header; lines.len()];
+    let mut hunks: Vec<Hunk> = Vec::new();
+    let mut files: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.starts_with("diff --git ") {
+            files.push(line.rsplit(' ').next().unwrap_or(""));
+        } else if let Some(path) = line.strip_prefix("+++ ") {
+            if files.is_empty() {
+                files.push(path);
+            }
+        }
+        let Some((mut old, mut new)) = hunk_counts(line) else {
+            i += 1;
+            continue;
+        };
+        let header = i;
+        let (mut adds, mut dels) = (0, 0);
+        i += 1;
+        while i < lines.len() && (old > 0 || new > 0 || lines[i].starts_with('\\')) {
+            let l = lines[i];
+            match l.as_bytes().first() {
+                Some(b'+') => {
+                    roles[i] = Role::Add;
+                    adds += 1;
+                    new = new.saturating_sub(1);
+                }
+                Some(b'-') => {
+                    roles[i] = Role::Del;
+                    dels += 1;
+                    old = old.saturating_sub(1);
+                }
+                Some(b'\\') => {}
+                Some(b' ') | None => {
+                    roles[i] = Role::Context;
+                    old = old.saturating_sub(1);
+                    new = new.saturating_sub(1);
+                }
+                Some(_) => break,
+            }
+            i += 1;
+        }
+        hunks.push(Hunk {
+            header,
+            end: i,
+            file: files.len().saturating_sub(1),
+            adds,
+            dels,
+        });
+    }
+    (roles, hunks, files)
+}
+
+/// `(old_count, new_count)` of a `@@ -a,b +c,d @@` header (a missing count means 1).
+fn hunk_counts(line: &str) -> Option<(usize, usize)> {
+    let rest = line.strip_prefix("@@ -")?;
+    let end = rest.find(" @@")?;
+    let mut parts = rest[..end].split(" +");
+    let count = |s: &str| -> Option<usize> {
+        match s.split_once(',') {
+            Some((_, c)) => c.parse().ok(),
+            None => s.parse::<usize>().ok().map(|_| 1),
+        }
+    };
+    let old = count(parts.next()?)?;
+    let new = count(parts.next()?)?;
+    Some((old, new))
+}
+
+/// Lock files and generated artefacts: their hunks are bulk, offloaded first.
+fn is_bulk_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "Cargo.lock"
+            | "package-lock.json"
+            | "yarn.lock"
+            | "pnpm-lock.yaml"
+            | "poetry.lock"
+            | "go.sum"
+            | "Gemfile.lock"
+            | "composer.lock"
+            | "uv.lock"
+    ) || [
+        ".min.js", ".min.css", ".map", ".snap", ".lock", ".pb.go", "_pb2.py",
+    ]
+    .iter()
+    .any(|s| name.ends_with(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, find_markers};
+    use super::*;
+
+    fn ctx() -> Ctx {
+        Ctx::new("0123456789ab".into(), &Options::default())
+    }
+
+    #[test]
+    fn context_trimmed_changes_kept() {
+        let mut d = String::from(
+            "diff --git a/src/x.rs b/src/x.rs\nindex 1..2 100644\n--- a/src/x.rs\n+++ b/src/x.rs\n",
+        );
+        d.push_str("@@ -1,21 +1,21 @@\n");
+        for i in 0..10 {
+            d.push_str(&format!(" ctx {i}\n"));
+        }
+        d.push_str("-old line\n+new line\n");
+        for i in 10..20 {
+            d.push_str(&format!(" ctx {i}\n"));
+        }
+        let out = compress(&d, &ctx(), &mut Tally::default()).unwrap_or_default();
+        assert!(
+            out.contains("@@ -1,21 +1,21 @@\n ctx 9\n-old line\n+new line\n ctx 10\n"),
+            "{out}"
+        );
+        assert!(!out.contains("ctx 5"));
+        assert!(out.contains("18_lines_offloaded>> (context lines trimmed)"));
+    }
+
+    #[test]
+    fn bulk_hunks_offloaded_first() {
+        let mut d = String::from(
+            "diff --git a/Cargo.lock b/Cargo.lock\n--- a/Cargo.lock\n+++ b/Cargo.lock\n@@ -1,0 +1,700 @@\n",
+        );
+        for i in 0..700 {
+            d.push_str(&format!("+dep {i}\n"));
+        }
+        d.push_str("diff --git a/src/a.rs b/src/a.rs\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-a\n+b\n");
+        let out = compress(&d, &ctx(), &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains(
+            "@@ -1,0 +1,700 @@\n<<ctxzip:0123456789ab 700_lines_offloaded>> (+700 -0)\n"
+        ));
+        assert!(out.contains("@@ -1 +1 @@\n-a\n+b\n"));
+        assert_eq!(find_markers(&out).len(), 1);
+    }
+}

@@ -1,0 +1,347 @@
+//! JSON arrays (and objects used as maps): keep some rows, put the rest behind markers, stay valid JSON.
+//!
+//! In the request path a JSON list answer keeps its first and last rows, every error-like row verbatim, keep-
+//! pattern rows and the rows most relevant to the query; duplicates of a shown row go too. Rows are copied
+//! byte for byte from the original (its formatting survives); a large kept row that is not protected is
+//! compressed recursively. All dropped rows are stood for by one element at the place of the first dropped
+//! one, e.g. `{"_ctxzip": "<<ctxzip:HASH 38_rows_offloaded>>", "total": 50, "dropped": 38,
+//! "status_counts": {"ok": 35, "skipped": 3}}` (a plain marker string for arrays of scalars; a `"_ctxzip"`
+//! member for maps), so the result still parses.
+
+use super::fasthash::{FastMap, FastSet};
+
+use super::jrows::{is_error_value, status_key, status_value};
+use super::jscan::{Member, Span, array_items};
+use super::json_object::compress_value;
+use super::relevance::MAX_ERROR_LINE_BYTES;
+use super::{Ctx, Tally, Unit};
+
+/// Containers smaller than this (bytes) inside a document are left alone.
+pub(crate) const FIELD_MIN: usize = 512;
+/// Rows whose raw text is at least this long are compressed recursively when they stay visible.
+const ROW_RECURSE_MIN: usize = 512;
+/// A lone dropped row this small is shown instead (a gap element is about 60–120 bytes).
+const CHEAP_ROW: usize = 120;
+/// Distinct status values listed per gap; the rest are summed under `(other)`.
+const MAX_STATUS_VALUES: usize = 8;
+
+/// One element: the whole text to copy and the value inside it (they differ for map members).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Elem {
+    pub whole: Span,
+    pub value: Span,
+}
+
+impl From<Member> for Elem {
+    fn from(m: Member) -> Self {
+        Elem {
+            whole: Span {
+                start: m.key.start,
+                end: m.value.end,
+            },
+            value: m.value,
+        }
+    }
+}
+
+/// Compresses the array at `span`; `None` leaves it as it is.
+pub(crate) fn compress_array(
+    text: &str,
+    span: Span,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    let items = array_items(text.as_bytes(), span)?;
+    let elems: Vec<Elem> = items
+        .into_iter()
+        .map(|s| Elem { whole: s, value: s })
+        .collect();
+    compress_container(text, span, &elems, false, ctx, depth, tally)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Drop,
+    /// Shown; may be compressed recursively.
+    Show,
+    /// Error or keep-pattern row: shown verbatim.
+    Protect,
+}
+
+/// Row selection and rendering shared by arrays (`is_map == false`) and map-like objects.
+pub(crate) fn compress_container(
+    text: &str,
+    span: Span,
+    elems: &[Elem],
+    is_map: bool,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    let n = elems.len();
+    if n == 0 {
+        return None;
+    }
+    let b = text.as_bytes();
+    let avg = span.len() / n;
+    // Top-level lists (and the lists of an envelope) show more rows than lists nested inside rows.
+    let (head, tail, relevant_max) = match (depth <= 1, avg < 200) {
+        (true, true) => (10, 4, 10),
+        (true, false) => (4, 2, 8),
+        (false, true) => (4, 2, 4),
+        (false, false) => (2, 1, 4),
+    };
+    let mut marks = vec![Mark::Drop; n];
+    let mut relevant: Vec<(u32, usize)> = Vec::new();
+    for (i, e) in elems.iter().enumerate() {
+        let hits = ctx.matcher.scan(&b[e.whole.start..e.whole.end]);
+        if hits.keep || is_error_value(text, e.value) {
+            marks[i] = Mark::Protect;
+        } else if i < head || i + tail >= n {
+            marks[i] = Mark::Show;
+        } else if hits.query != 0 {
+            relevant.push((hits.score(), i));
+        }
+    }
+    relevant.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, i) in relevant.iter().take(relevant_max) {
+        marks[i] = Mark::Show;
+    }
+    // A lone small row between shown ones costs less than the element that would stand for it.
+    for i in 1..n.saturating_sub(1) {
+        let lone =
+            marks[i] == Mark::Drop && marks[i - 1] != Mark::Drop && marks[i + 1] != Mark::Drop;
+        if lone && elems[i].whole.len() <= CHEAP_ROW {
+            marks[i] = Mark::Show;
+        }
+    }
+    // Drop repeats of a row that is already shown.
+    let mut shown: FastSet<&str> = FastSet::default();
+    let mut duplicate = vec![false; n];
+    for (i, e) in elems.iter().enumerate() {
+        if marks[i] != Mark::Drop && !shown.insert(e.whole.of(text)) {
+            marks[i] = Mark::Drop;
+            duplicate[i] = true;
+        }
+    }
+    let all_objects = elems.iter().all(|e| b.get(e.value.start) == Some(&b'{'));
+    let unit = match (is_map, all_objects) {
+        (true, _) => Unit::Keys,
+        (false, true) => Unit::Rows,
+        (false, false) => Unit::Items,
+    };
+    let count_key = elems
+        .iter()
+        .zip(&marks)
+        .find(|(e, m)| **m == Mark::Drop && b.get(e.value.start) == Some(&b'{'))
+        .and_then(|(e, _)| status_key(text, e.value));
+
+    let first_sep = text.get(span.start + 1..elems[0].whole.start).unwrap_or("");
+    let sep = if n > 1 {
+        text.get(elems[0].whole.end..elems[1].whole.start)
+            .unwrap_or(", ")
+    } else {
+        ", "
+    };
+    let last_sep = text.get(elems[n - 1].whole.end..span.end - 1).unwrap_or("");
+    let close = if is_map { '}' } else { ']' };
+
+    // One summary element, where the first run of dropped rows was, stands for every dropped row: one marker
+    // and one census are cheaper than one per gap, and the rows that stay keep their order.
+    let dropped: Vec<Elem> = elems
+        .iter()
+        .zip(&marks)
+        .filter(|(_, m)| **m == Mark::Drop)
+        .map(|(e, _)| *e)
+        .collect();
+    let summary = if dropped.is_empty() {
+        None
+    } else {
+        let dups = duplicate.iter().filter(|d| **d).count();
+        let element = gap_element(text, &dropped, n, dups, unit, count_key, ctx)?;
+        Some(if is_map {
+            format!("{}: {element}", summary_key(text, elems))
+        } else {
+            element
+        })
+    };
+    let mut out = String::with_capacity(span.len() / 4);
+    out.push(if is_map { '{' } else { '[' });
+    out.push_str(first_sep);
+    let mut local = Tally::default();
+    local.add(unit, dropped.len());
+    let mut first = true;
+    let mut summary = summary;
+    for (i, e) in elems.iter().enumerate() {
+        let piece = if marks[i] == Mark::Drop {
+            match summary.take() {
+                Some(s) => s,
+                None => continue,
+            }
+        } else {
+            // A protected row stays verbatim unless it is huge: then it is compressed like the others, whose
+            // compressors keep its error lines and keep hits visible.
+            let recurse = match marks[i] {
+                Mark::Show => e.value.len() >= ROW_RECURSE_MIN,
+                _ => e.value.len() > MAX_ERROR_LINE_BYTES,
+            };
+            let recursed = recurse
+                .then(|| compress_value(text, e.value, ctx, depth + 1, &mut local))
+                .flatten();
+            match recursed {
+                Some(v) => format!(
+                    "{}{v}",
+                    text.get(e.whole.start..e.value.start).unwrap_or("")
+                ),
+                None => e.whole.of(text).to_string(),
+            }
+        };
+        if !first {
+            out.push_str(sep);
+        }
+        first = false;
+        out.push_str(&piece);
+    }
+    out.push_str(last_sep);
+    out.push(close);
+    if out.len() >= span.len() {
+        return None;
+    }
+    tally.merge(&local);
+    Some(out)
+}
+
+/// The member key of a map's summary: `_ctxzip`, unless the map already has that key.
+fn summary_key(text: &str, elems: &[Elem]) -> &'static str {
+    let taken = elems.iter().any(|e| {
+        text.get(e.whole.start..)
+            .is_some_and(|t| t.starts_with("\"_ctxzip\""))
+    });
+    if taken {
+        "\"_ctxzip_summary\""
+    } else {
+        "\"_ctxzip\""
+    }
+}
+
+/// The element standing for the dropped rows: the marker, counts, and a census of the status-like field.
+fn gap_element(
+    text: &str,
+    gap: &[Elem],
+    total: usize,
+    duplicates: usize,
+    unit: Unit,
+    count_key: Option<&str>,
+    ctx: &Ctx,
+) -> Option<String> {
+    let marker = serde_json::to_string(&ctx.marker(gap.len(), unit)).ok()?;
+    if unit == Unit::Items {
+        return Some(marker);
+    }
+    let mut out = format!(
+        "{{\"_ctxzip\": {marker}, \"total\": {total}, \"dropped\": {}",
+        gap.len()
+    );
+    if duplicates > 0 {
+        out.push_str(&format!(", \"duplicates\": {duplicates}"));
+    }
+    if let Some(key) = count_key {
+        let mut counts: FastMap<&str, usize> = FastMap::default();
+        for e in gap {
+            if let Some(v) = status_value(text, e.value, key) {
+                *counts.entry(v).or_insert(0) += 1;
+            }
+        }
+        let mut entries: Vec<(&str, usize)> = counts.into_iter().collect();
+        entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        if !entries.is_empty() {
+            out.push_str(&format!(
+                ", {}: {{",
+                serde_json::to_string(&format!("{key}_counts")).ok()?
+            ));
+            for (j, (v, c)) in entries.iter().take(MAX_STATUS_VALUES).enumerate() {
+                if j > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&format!("{}: {c}", serde_json::to_string(v).ok()?));
+            }
+            let other: usize = entries.iter().skip(MAX_STATUS_VALUES).map(|e| e.1).sum();
+            if other > 0 {
+                out.push_str(&format!(", \"(other)\": {other}"));
+            }
+            out.push('}');
+        }
+    }
+    out.push('}');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, find_markers};
+    use super::*;
+
+    fn run(t: &str, opts: &Options) -> Option<String> {
+        let ctx = Ctx::new("0123456789ab".into(), opts);
+        compress_array(
+            t,
+            Span {
+                start: 0,
+                end: t.len(),
+            },
+            &ctx,
+            0,
+            &mut Tally::default(),
+        )
+    }
+
+    #[test]
+    fn keeps_errors_head_tail_and_counts_statuses() {
+        let rows: Vec<String> = (0..200)
+            .map(|i| {
+                let status = if i == 77 {
+                    "failed"
+                } else if i % 3 == 0 {
+                    "skipped"
+                } else {
+                    "ok"
+                };
+                format!("{{\"id\": {i}, \"status\": \"{status}\", \"name\": \"job-{i}\"}}")
+            })
+            .collect();
+        let t = format!("[\n  {}\n]", rows.join(",\n  "));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let arr = v.as_array().cloned().unwrap_or_default();
+        assert!(out.contains(&rows[77]) && out.contains(&rows[0]) && out.contains(&rows[199]));
+        assert!(out.contains("\"status_counts\": {\"ok\": "), "{out}");
+        assert!(arr.len() < 20);
+        assert_eq!(find_markers(&out).len(), 1);
+        assert!(out.contains("\"total\": 200, \"dropped\": "), "{out}");
+    }
+
+    #[test]
+    fn scalars_and_duplicates() {
+        let t = format!("[{}]", vec!["\"same\""; 300].join(","));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        assert!(
+            out.starts_with("[\"same\",\"<<ctxzip:0123456789ab 299_items_offloaded>>\"]"),
+            "{out}"
+        );
+        let q = Options {
+            query: vec!["needle".into()],
+            ..Options::default()
+        };
+        let t = format!(
+            "[{}, \"a needle here\", {}]",
+            vec!["1"; 100].join(","),
+            vec!["2"; 100].join(",")
+        );
+        assert!(
+            run(&t, &q)
+                .unwrap_or_default()
+                .contains("\"a needle here\"")
+        );
+    }
+}

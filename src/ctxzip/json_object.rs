@@ -1,0 +1,209 @@
+//! JSON documents and object envelopes: compress the large fields inside, recursively, stay valid JSON.
+//!
+//! In the request path an API answer like `{"packages": [...], "resolve": {...}, "version": 1}` keeps its
+//! shape: small fields are copied byte for byte, large arrays go to the array compressor, large objects are
+//! walked again (to a bounded depth), objects with many members are treated as maps (rows = members), and
+//! long strings are decoded, compressed as text (a log inside `"stdout"` keeps its error lines) or shortened,
+//! and re-encoded. Only the replaced spans change; everything between them is the original text.
+
+use super::jscan::{Member, Span, object_members, plain_str, top_value};
+use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
+use super::relevance::is_error_line;
+use super::truncate::shorten_to;
+use super::{Ctx, Kind, Tally, compress_kind, detect};
+
+/// Nesting levels of containers compressed inside one another; deeper values are copied.
+const MAX_NEST: usize = 6;
+/// Objects with more members than this (and large enough) are maps: members are rows.
+const MAP_MIN_MEMBERS: usize = 16;
+/// Objects of scalars need this many members to count as maps (a record can have dozens of string fields).
+const MAP_MIN_SCALARS: usize = 64;
+/// Strings whose JSON text is shorter than this stay as they are.
+const STRING_MIN: usize = 512;
+/// Visible head of a shortened single-line string.
+const STRING_HEAD: usize = 300;
+
+/// Compresses a whole JSON document (`text` is one JSON value with optional surrounding whitespace).
+pub(crate) fn compress_document(
+    text: &str,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    let span = top_value(text)?;
+    let inner = compress_value(text, span, ctx, depth, tally)?;
+    let mut out = String::with_capacity(inner.len() + 2);
+    out.push_str(text.get(..span.start)?);
+    out.push_str(&inner);
+    out.push_str(text.get(span.end..)?);
+    Some(out)
+}
+
+/// Compresses the value at `span`, returning its replacement JSON text only when shorter.
+pub(crate) fn compress_value(
+    text: &str,
+    span: Span,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    if depth > MAX_NEST {
+        return None;
+    }
+    let mut local = Tally::default();
+    let out = match text.as_bytes().get(span.start)? {
+        b'[' if span.len() >= FIELD_MIN || depth == 0 => {
+            compress_array(text, span, ctx, depth, &mut local)
+        }
+        b'{' if span.len() >= FIELD_MIN || depth == 0 => {
+            compress_object(text, span, ctx, depth, &mut local)
+        }
+        b'"' if span.len() >= STRING_MIN => compress_string(text, span, ctx, depth, &mut local),
+        _ => None,
+    }?;
+    if out.len() >= span.len() {
+        return None;
+    }
+    tally.merge(&local);
+    Some(out)
+}
+
+fn compress_object(
+    text: &str,
+    span: Span,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    let members = object_members(text.as_bytes(), span)?;
+    if span.len() >= 4 * FIELD_MIN && is_map(text.as_bytes(), &members) {
+        let elems: Vec<Elem> = members.iter().copied().map(Elem::from).collect();
+        if let Some(out) = compress_container(text, span, &elems, true, ctx, depth, tally) {
+            return Some(out);
+        }
+    }
+    let mut out = String::new();
+    let mut copied_to = span.start;
+    for m in &members {
+        if m.value.len() < FIELD_MIN.min(STRING_MIN) {
+            continue;
+        }
+        if let Some(v) = compress_value(text, m.value, ctx, depth + 1, tally) {
+            out.push_str(text.get(copied_to..m.value.start)?);
+            out.push_str(&v);
+            copied_to = m.value.end;
+        }
+    }
+    if copied_to == span.start {
+        return None;
+    }
+    out.push_str(text.get(copied_to..span.end)?);
+    Some(out)
+}
+
+/// Whether an object is a map (keys are data: model names, versions, paths) rather than a record (keys are
+/// field names): many members whose values share one JSON type — containers, or scalars in large numbers.
+fn is_map(b: &[u8], members: &[Member]) -> bool {
+    if members.len() <= MAP_MIN_MEMBERS {
+        return false;
+    }
+    let mut classes = [0usize; 4];
+    for m in members {
+        let class = match b.get(m.value.start) {
+            Some(b'{') => 0,
+            Some(b'[') => 1,
+            Some(b'"') => 2,
+            _ => 3,
+        };
+        classes[class] += 1;
+    }
+    let (class, &count) = classes
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, c)| **c)
+        .unwrap_or((3, &0));
+    count * 10 >= members.len() * 9 && (class <= 1 || members.len() > MAP_MIN_SCALARS)
+}
+
+/// A long string: text with lines goes through the text compressors, one long line is shortened.
+fn compress_string(
+    text: &str,
+    span: Span,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    let raw = span.of(text);
+    let decoded: String = match plain_str(text, span) {
+        Some(s) => s.to_string(),
+        None => serde_json::from_str(raw).ok()?,
+    };
+    let replaced = if decoded.contains('\n') {
+        let kind = detect(&decoded);
+        let nested_depth = if matches!(kind, Kind::JsonArray | Kind::JsonObject) {
+            depth + 1
+        } else {
+            depth
+        };
+        if nested_depth > MAX_NEST {
+            return None;
+        }
+        compress_kind(&decoded, kind, ctx, nested_depth, tally)?
+    } else if is_error_line(&decoded) {
+        return None;
+    } else {
+        shorten_to(&decoded, STRING_HEAD, ctx, tally)
+    };
+    let encoded = serde_json::to_string(&replaced).ok()?;
+    (encoded.len() < raw.len()).then_some(encoded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, find_markers};
+    use super::*;
+
+    fn run(t: &str) -> Option<String> {
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        compress_document(t, &ctx, 0, &mut Tally::default())
+    }
+
+    #[test]
+    fn envelope_fields_are_compressed_and_shape_kept() {
+        let rows: Vec<String> = (0..100)
+            .map(|i| format!("{{\"n\": {i}, \"v\": \"value {i}\"}}"))
+            .collect();
+        let log: String = (0..300)
+            .map(|i| format!("step {i} done\n"))
+            .collect::<String>()
+            + "fatal: disk full\n";
+        let long = "x".repeat(5000);
+        let doc = serde_json::json!({"items": serde_json::from_str::<serde_json::Value>(&format!("[{}]", rows.join(","))).unwrap_or_default(), "stdout": log, "blob": long, "ok": true});
+        let t = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&t).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(v["ok"], serde_json::Value::Bool(true));
+        assert!(
+            v["stdout"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("fatal: disk full\n")
+        );
+        assert!(v["blob"].as_str().unwrap_or_default().len() < 1000);
+        assert!(v["items"].as_array().map_or(0, |a| a.len()) < 20);
+        assert!(find_markers(&out).len() >= 3);
+    }
+
+    #[test]
+    fn maps_are_compressed_like_arrays() {
+        let members: Vec<String> = (0..200)
+            .map(|i| format!("\"k{i}\": {{\"mode\": \"chat\", \"x\": {i}}}"))
+            .collect();
+        let t = format!("{{{}}}", members.join(", "));
+        let out = run(&t).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let obj = v.as_object().cloned().unwrap_or_default();
+        assert!(obj.contains_key("k0") && obj.contains_key("k199") && obj.contains_key("_ctxzip"));
+        assert!(out.contains("\"mode_counts\": {\"chat\": "), "{out}");
+    }
+}

@@ -1,0 +1,299 @@
+//! Line selection: the engine under the log and plain-lines compressors (listings, prose, build output).
+//!
+//! In the request path a line-shaped tool output keeps its head and tail, every error line (verbatim), keep-
+//! pattern hits and the lines most relevant to the pinned query; logs also keep a little context around
+//! errors. Consecutive identical lines collapse to `line (×37)`. Each run of dropped lines becomes one marker
+//! line with a census of what it held. Everything is linear in the input: one split, one classification pass,
+//! one render.
+
+use super::fasthash::FastMap;
+
+use super::relevance::{Hits, MAX_ERROR_LINE_BYTES, is_error_line};
+use super::summary::Census;
+use super::truncate::{LONG_LINE, shorten_to};
+use super::{Ctx, Tally, Unit};
+
+/// How much of each category a compressor keeps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Params {
+    pub head: usize,
+    pub tail: usize,
+    /// Context lines kept before an error line.
+    pub before: usize,
+    /// Context lines kept after an error line (stopping at a blank line).
+    pub after: usize,
+    /// Context lines kept in total, so a log full of errors does not keep everything as context.
+    pub max_context: usize,
+    /// Query-relevant lines kept (best scores first).
+    pub max_relevant: usize,
+}
+
+/// Plain lines: listings (`ls -laR`, `find`, `dpkg -l`, `pip list`), prose, key-value dumps.
+pub(crate) const PLAIN: Params = Params {
+    head: 24,
+    tail: 12,
+    before: 0,
+    after: 0,
+    max_context: 0,
+    max_relevant: 20,
+};
+
+/// Visible head of a shortened long line.
+const LINE_HEAD: usize = 200;
+/// Visible head of a shortened line when the text has at most three lines.
+const FEW_LINES_HEAD: usize = 2000;
+/// An error line seen this often is already visible; later copies may go into a gap.
+const MAX_COPIES_OF_ERROR: u8 = 2;
+/// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
+/// hash and note, is about 45 bytes).
+const CHEAP_GAP: usize = 100;
+
+pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    compress_with(text, ctx, &PLAIN, tally)
+}
+
+/// A run of identical consecutive lines.
+struct Rec<'a> {
+    text: &'a str,
+    count: usize,
+}
+
+const ERROR: u8 = 1;
+const KEEP: u8 = 2;
+
+/// Selects and renders; `None` when nothing could be dropped or shortened.
+pub(crate) fn compress_with(
+    text: &str,
+    ctx: &Ctx,
+    p: &Params,
+    tally: &mut Tally,
+) -> Option<String> {
+    let (body, trailing_newline) = match text.strip_suffix('\n') {
+        Some(b) => (b, true),
+        None => (text, false),
+    };
+    let recs = collapse(body);
+    let n = recs.len();
+    if n == 0 {
+        return None;
+    }
+    let mut flags = vec![0u8; n];
+    let mut relevant: Vec<(u32, usize)> = Vec::new();
+    for (i, r) in recs.iter().enumerate() {
+        if is_error_line(r.text) {
+            flags[i] |= ERROR;
+        }
+        if !ctx.matcher.is_empty() {
+            let Hits { keep, query } = ctx.matcher.scan(r.text.as_bytes());
+            if keep {
+                flags[i] |= KEEP;
+            }
+            if query != 0 {
+                relevant.push((query.count_ones(), i));
+            }
+        }
+    }
+    let keep = select(&recs, &flags, &mut relevant, p);
+    Some(render(&recs, &flags, &keep, ctx, tally, trailing_newline))
+        .filter(|out| out.len() < text.len())
+}
+
+fn collapse(body: &str) -> Vec<Rec<'_>> {
+    let mut recs: Vec<Rec<'_>> = Vec::new();
+    for line in body.split('\n') {
+        match recs.last_mut() {
+            Some(last) if last.text == line => last.count += 1,
+            _ => recs.push(Rec {
+                text: line,
+                count: 1,
+            }),
+        }
+    }
+    recs
+}
+
+fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Params) -> Vec<bool> {
+    let n = recs.len();
+    let mut keep = vec![false; n];
+    keep.iter_mut().take(p.head).for_each(|k| *k = true);
+    keep.iter_mut()
+        .skip(n.saturating_sub(p.tail))
+        .for_each(|k| *k = true);
+    let mut seen: FastMap<&str, u8> = FastMap::default();
+    let mut context_left = p.max_context;
+    for i in 0..n {
+        if flags[i] & KEEP != 0 {
+            keep[i] = true;
+        }
+        if flags[i] & ERROR == 0 {
+            continue;
+        }
+        let copies = seen.entry(recs[i].text).or_insert(0);
+        if *copies >= MAX_COPIES_OF_ERROR {
+            continue;
+        }
+        *copies += 1;
+        keep[i] = true;
+        mark_context(
+            &mut keep,
+            recs,
+            (i.saturating_sub(p.before)..i).rev(),
+            &mut context_left,
+        );
+        mark_context(
+            &mut keep,
+            recs,
+            (i + 1)..(i + 1 + p.after).min(n),
+            &mut context_left,
+        );
+    }
+    relevant.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, i) in relevant.iter().take(p.max_relevant) {
+        keep[i] = true;
+    }
+    // A few short dropped lines cost less shown than replaced by a marker line.
+    let mut i = 0;
+    while i < n {
+        if keep[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut bytes = 0;
+        while i < n && !keep[i] {
+            bytes += recs[i].text.len() + 1;
+            i += 1;
+        }
+        let short = recs[start..i].iter().all(|r| r.text.len() <= LONG_LINE);
+        if bytes <= CHEAP_GAP && short {
+            keep[start..i].iter_mut().for_each(|k| *k = true);
+        }
+    }
+    keep
+}
+
+/// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
+/// blank line: the location and notes of a diagnostic, not the next command line of a build.
+fn mark_context(
+    keep: &mut [bool],
+    recs: &[Rec<'_>],
+    indices: impl Iterator<Item = usize>,
+    budget: &mut usize,
+) {
+    for j in indices {
+        let text = recs[j].text;
+        if *budget == 0 || text.trim().is_empty() || text.len() > LONG_LINE {
+            break;
+        }
+        if !keep[j] {
+            keep[j] = true;
+            *budget -= 1;
+        }
+    }
+}
+
+fn render(
+    recs: &[Rec<'_>],
+    flags: &[u8],
+    keep: &[bool],
+    ctx: &Ctx,
+    tally: &mut Tally,
+    trailing_newline: bool,
+) -> String {
+    let mut out = String::new();
+    // With only a few lines, each may show more of itself (a single 1 MB line keeps a 2 KB head).
+    let head_keep = if recs.len() <= 3 {
+        FEW_LINES_HEAD
+    } else {
+        LINE_HEAD
+    };
+    let mut i = 0;
+    while i < recs.len() {
+        if keep[i] {
+            let r = &recs[i];
+            // Error and keep lines stay byte-identical, except a keep hit in a huge data line, which
+            // keeps a window around the hit instead.
+            let protected = flags[i] != 0 && r.text.len() <= MAX_ERROR_LINE_BYTES;
+            if protected || r.text.len() <= LONG_LINE {
+                out.push_str(r.text);
+            } else {
+                out.push_str(&shorten_to(r.text, head_keep, ctx, tally));
+            }
+            if r.count > 1 {
+                out.push_str(&format!(" (×{})", r.count));
+            }
+            out.push('\n');
+            i += 1;
+            continue;
+        }
+        let mut census = Census::default();
+        let mut dropped = 0;
+        while i < recs.len() && !keep[i] {
+            census.add(recs[i].text, recs[i].count);
+            dropped += recs[i].count;
+            i += 1;
+        }
+        tally.add(Unit::Lines, dropped);
+        out.push_str(&ctx.marker(dropped, Unit::Lines));
+        out.push_str(&census.render());
+        out.push('\n');
+    }
+    // Collapsing repeats alone hides nothing, but the result must still name its original so that the exact
+    // text (with every repeat) can be expanded: one marker counts the collapsed copies.
+    let collapsed: usize = recs.iter().map(|r| r.count - 1).sum();
+    if collapsed > 0 && !out.contains(super::marker::MARKER_PREFIX) {
+        tally.add(Unit::Lines, collapsed);
+        out.push_str(&ctx.marker(collapsed, Unit::Lines));
+        out.push_str(" (repeats collapsed)\n");
+    }
+    if !trailing_newline {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, find_markers};
+    use super::*;
+
+    fn ctx(query: &[&str], keep: &[&str]) -> Ctx {
+        let opts = Options {
+            query: query.iter().map(|s| s.to_string()).collect(),
+            keep_patterns: keep.iter().map(|s| s.to_string()).collect(),
+            compress_code: false,
+        };
+        Ctx::new("0123456789ab".into(), &opts)
+    }
+
+    #[test]
+    fn keeps_head_tail_errors_keep_and_relevant() {
+        let mut text = String::new();
+        for i in 0..1000 {
+            text.push_str(&format!("-rw-r--r-- 1 root root {i} file{i}.py\n"));
+        }
+        text = text.replace("file500.py", "file500.py cannot open");
+        text = text.replace("file600.py", "file600.py SPECIAL");
+        text = text.replace("file700.py", "file700.py wanted_thing");
+        let mut t = Tally::default();
+        let out =
+            compress(&text, &ctx(&["wanted_thing"], &["special"]), &mut t).unwrap_or_default();
+        assert!(out.contains("file0.py\n") && out.contains("file999.py\n"));
+        assert!(out.contains("-rw-r--r-- 1 root root 500 file500.py cannot open\n"));
+        assert!(out.contains("file600.py SPECIAL") && out.contains("file700.py wanted_thing"));
+        assert!(out.contains("(.py "), "{out}");
+        assert!(out.ends_with('\n'));
+        assert!(!find_markers(&out).is_empty());
+        assert!(out.len() * 10 < text.len());
+    }
+
+    #[test]
+    fn repeats_collapse() {
+        let text = format!("start\n{}end\n", "same line\n".repeat(500));
+        let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+        assert_eq!(
+            out,
+            "start\nsame line (×500)\nend\n<<ctxzip:0123456789ab 499_lines_offloaded>> (repeats collapsed)\n"
+        );
+    }
+}

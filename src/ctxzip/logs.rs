@@ -1,0 +1,46 @@
+//! Logs and build output (cargo, npm, pip, CI steps, service logs, tracebacks).
+//!
+//! In the request path a log keeps a short head (what ran) and a longer tail (how it ended), every error and
+//! warning line verbatim with a little context — the line before and the lines after, up to a blank line,
+//! which is where compilers put the location and the note — plus keep-pattern and query-relevant lines.
+//! Repeated lines collapse and each dropped run becomes a marker with a census (e.g. `Compiling 150`).
+
+use super::lines::{Params, compress_with};
+use super::{Ctx, Tally};
+
+/// For a 5,000-line log with a handful of errors this shows roughly 40–80 lines.
+const LOG: Params = Params {
+    head: 15,
+    tail: 20,
+    before: 1,
+    after: 6,
+    max_context: 300,
+    max_relevant: 20,
+};
+
+pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    compress_with(text, ctx, &LOG, tally)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Options;
+    use super::*;
+
+    #[test]
+    fn error_context_is_kept() {
+        let mut text = String::new();
+        for i in 0..400 {
+            text.push_str(&format!("   Compiling crate{i} v1.0.{i}\n"));
+        }
+        text.push_str("warning: unused variable: `timer`\n  --> src/lib.rs:3:9\n   |\n3  |     let timer = 1;\n\n");
+        for i in 0..400 {
+            text.push_str(&format!("   Compiling other{i} v1.0.{i}\n"));
+        }
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains("   Compiling crate399 v1.0.399\nwarning: unused variable: `timer`\n  --> src/lib.rs:3:9\n"));
+        assert!(out.contains("3  |     let timer = 1;\n"));
+        assert!(out.contains("(Compiling "));
+    }
+}

@@ -1,0 +1,351 @@
+//! ctxzip: content-aware, reversible compression of bulky tool outputs.
+//!
+//! In the request path the proxy hands each large tool output to [`compress`]; what comes back is a smaller
+//! text in which every dropped part is replaced by a `<<ctxzip:HASH NOTE>>` marker. HASH always names the
+//! whole input ([`hash_of`]), which the proxy stores before the request leaves, so `context_expand` returns it
+//! byte for byte. This module is pure — no I/O, clock, async or store — and deterministic: the same input and
+//! options give the same bytes, which keeps provider prompt caches warm across turns.
+//!
+//! Dispatch: [`detect`] names the content kind and one compressor per kind shrinks it. Every compressor keeps
+//! error lines ([`is_error_line`]), keep-pattern hits and query-relevant lines visible, and the JSON ones
+//! return valid JSON.
+
+mod code;
+mod detect;
+mod diff;
+mod fasthash;
+mod jrows;
+mod jscan;
+mod json_array;
+mod json_object;
+mod lines;
+mod logs;
+pub mod marker;
+mod relevance;
+mod search;
+mod summary;
+mod terms;
+mod truncate;
+
+pub use detect::detect;
+pub use marker::{contains_marker, find_markers, hash_of, marker};
+pub use relevance::{MAX_ERROR_LINE_BYTES, is_error_line};
+pub use terms::{MAX_TERMS, query_terms};
+
+use relevance::Matcher;
+
+/// What shapes one compression besides the text itself. Part of the proxy's cache key for compressed forms.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Relevance terms, already lowercase (see [`query_terms`]): lines matching them stay visible.
+    pub query: Vec<String>,
+    /// Case-insensitive substrings that must never be dropped (the operator's domain vocabulary).
+    pub keep_patterns: Vec<String>,
+    /// Compress source code (only whole function bodies go behind markers). Off by default: an agent that
+    /// viewed a file usually needs it verbatim to edit it.
+    pub compress_code: bool,
+}
+
+/// The content kinds, one compressor each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A JSON array (list answers): rows kept/dropped, result stays valid JSON.
+    JsonArray,
+    /// A JSON object (API envelopes, maps): large fields compressed inside, result stays valid JSON.
+    JsonObject,
+    /// A unified diff: headers and changes kept, context trimmed.
+    Diff,
+    /// `path:line:` search results: a few matches per file and counts.
+    Search,
+    /// Logs and build output: head, tail, errors with context.
+    Log,
+    /// Source code: verbatim unless `compress_code`.
+    Code,
+    /// Anything else line-shaped: listings, prose, key-value dumps, cut-off JSON.
+    Lines,
+}
+
+impl Kind {
+    /// Stable lowercase name, for metrics labels and audit events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::JsonArray => "json_array",
+            Kind::JsonObject => "json_object",
+            Kind::Diff => "diff",
+            Kind::Search => "search",
+            Kind::Log => "log",
+            Kind::Code => "code",
+            Kind::Lines => "lines",
+        }
+    }
+}
+
+/// A compressed text and what the proxy needs to store and account for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compressed {
+    /// The compressed text: strictly shorter than the original, every marker in it carries `hash`.
+    pub text: String,
+    pub kind: Kind,
+    /// `hash_of(original)`: the proxy stores the original under it.
+    pub hash: String,
+    /// What was dropped overall, e.g. `1204_lines_offloaded` (no spaces).
+    pub note: String,
+    /// Lines in the original.
+    pub lines_before: usize,
+    /// Lines in the compressed text (what the model sees).
+    pub lines_kept: usize,
+}
+
+/// Cheap token estimate (bytes / 4, rounded up): used for accounting on the hot path, where a real
+/// tokenizer would cost more than the compression itself.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+/// Compresses `original`, or `None` to leave it as it is: empty, already carrying a marker, source code
+/// without `compress_code`, or nothing smaller could be made.
+pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
+    if original.trim().is_empty() || original.contains(marker::MARKER_PREFIX) {
+        return None;
+    }
+    let ctx = Ctx::new(hash_of(original), opts);
+    let (header, body) = split_exec_header(original);
+    let kind = detect(body);
+    let mut tally = Tally::default();
+    let compressed_body = compress_kind(body, kind, &ctx, 0, &mut tally)?;
+    let mut text = String::with_capacity(header.len() + compressed_body.len());
+    text.push_str(header);
+    text.push_str(&compressed_body);
+    if text.len() >= original.len() || !markers_are_ours(&text, &ctx.hash) {
+        return None;
+    }
+    if matches!(kind, Kind::JsonArray | Kind::JsonObject)
+        && serde_json::from_str::<serde::de::IgnoredAny>(&compressed_body).is_err()
+    {
+        return None;
+    }
+    Some(Compressed {
+        lines_kept: text.lines().count(),
+        lines_before: original.lines().count(),
+        note: tally.note(kind),
+        text,
+        kind,
+        hash: ctx.hash,
+    })
+}
+
+/// Runs the compressor for `kind`. Also the entry point for text nested in JSON string fields.
+pub(crate) fn compress_kind(
+    text: &str,
+    kind: Kind,
+    ctx: &Ctx,
+    depth: usize,
+    tally: &mut Tally,
+) -> Option<String> {
+    match kind {
+        Kind::JsonArray | Kind::JsonObject => {
+            json_object::compress_document(text, ctx, depth, tally)
+        }
+        Kind::Diff => diff::compress(text, ctx, tally),
+        Kind::Search => search::compress(text, ctx, tally),
+        Kind::Log => logs::compress(text, ctx, tally),
+        Kind::Lines => lines::compress(text, ctx, tally),
+        Kind::Code if ctx.compress_code => code::compress(text, ctx, tally),
+        Kind::Code => None,
+    }
+}
+
+/// The last guard before a result leaves: it names its original through at least one marker (so the model
+/// can always expand it), and every occurrence of the marker prefix begins a well-formed marker carrying this
+/// original's hash (JSON re-encoding or a cut could otherwise forge or break one).
+fn markers_are_ours(text: &str, hash: &str) -> bool {
+    let found = find_markers(text);
+    !found.is_empty()
+        && found.len() == marker::prefix_count(text)
+        && found.iter().all(|(h, _)| h == hash)
+}
+
+/// Codex `exec_command` outputs start with a small header (`Chunk ID…`, `Wall time…`, `Process exited with
+/// code N`, `Original token count…`, `Output:`). It is kept verbatim and only the body is compressed, so the
+/// body's kind (e.g. JSON) is detected on the body alone.
+fn split_exec_header(text: &str) -> (&str, &str) {
+    const PREFIXES: [&str; 7] = [
+        "Chunk ID",
+        "Wall time",
+        "Process exited",
+        "Process running",
+        "Original token count",
+        "Total output lines",
+        "Exit code",
+    ];
+    let mut pos = 0;
+    for _ in 0..8 {
+        let Some(nl) = text[pos..].find('\n') else {
+            break;
+        };
+        let line = text[pos..pos + nl].trim_end_matches('\r');
+        if line == "Output:" && pos > 0 {
+            return text.split_at(pos + nl + 1);
+        }
+        if !PREFIXES.iter().any(|p| line.starts_with(p)) {
+            break;
+        }
+        pos += nl + 1;
+    }
+    ("", text)
+}
+
+/// Per-call context shared by all compressors.
+pub(crate) struct Ctx {
+    /// `hash_of(original)` for the whole input: every marker carries it.
+    pub hash: String,
+    pub matcher: Matcher,
+    pub compress_code: bool,
+}
+
+impl Ctx {
+    pub(crate) fn new(hash: String, opts: &Options) -> Self {
+        Self {
+            hash,
+            matcher: Matcher::new(&opts.query, &opts.keep_patterns),
+            compress_code: opts.compress_code,
+        }
+    }
+
+    /// A marker for `n` dropped units at one spot.
+    pub(crate) fn marker(&self, n: usize, unit: Unit) -> String {
+        marker(&self.hash, &format!("{n}_{}_offloaded", unit.as_str()))
+    }
+}
+
+/// What a marker's note counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Lines,
+    Rows,
+    Items,
+    Keys,
+    Matches,
+    Bodies,
+    Chars,
+}
+
+impl Unit {
+    const ALL: [Unit; 7] = [
+        Unit::Lines,
+        Unit::Rows,
+        Unit::Items,
+        Unit::Keys,
+        Unit::Matches,
+        Unit::Bodies,
+        Unit::Chars,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Unit::Lines => "lines",
+            Unit::Rows => "rows",
+            Unit::Items => "items",
+            Unit::Keys => "keys",
+            Unit::Matches => "matches",
+            Unit::Bodies => "bodies",
+            Unit::Chars => "chars",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Running totals of what was dropped, for the overall note.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tally {
+    counts: [usize; 7],
+}
+
+impl Tally {
+    pub(crate) fn add(&mut self, unit: Unit, n: usize) {
+        self.counts[unit.index()] += n;
+    }
+
+    pub(crate) fn merge(&mut self, other: &Tally) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+    }
+
+    /// The kind's own unit if anything of it was dropped, else the first unit with a count.
+    fn note(&self, kind: Kind) -> String {
+        let preferred = match kind {
+            Kind::JsonArray | Kind::JsonObject => Unit::Rows,
+            Kind::Search => Unit::Matches,
+            Kind::Code => Unit::Bodies,
+            Kind::Diff | Kind::Log | Kind::Lines => Unit::Lines,
+        };
+        let unit = std::iter::once(preferred)
+            .chain(Unit::ALL)
+            .find(|u| self.counts[u.index()] > 0)
+            .unwrap_or(Unit::Chars);
+        format!("{}_{}_offloaded", self.counts[unit.index()], unit.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_header_is_split_off() {
+        let t = "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n[1,2]";
+        assert_eq!(split_exec_header(t).1, "[1,2]");
+        assert_eq!(split_exec_header("Output:\nx").1, "Output:\nx");
+        assert_eq!(
+            split_exec_header("hello\nOutput:\nx").1,
+            "hello\nOutput:\nx"
+        );
+    }
+
+    #[test]
+    fn trivial_inputs_are_left_alone() {
+        let o = Options::default();
+        assert!(compress("", &o).is_none());
+        assert!(compress("   \n  ", &o).is_none());
+        assert!(compress("short", &o).is_none());
+        let with_marker = format!(
+            "{}\n{}",
+            "line\n".repeat(500),
+            marker("abcdefabcdef", "1_lines_offloaded")
+        );
+        assert!(compress(&with_marker, &o).is_none());
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(Kind::JsonArray.as_str(), "json_array");
+    }
+
+    #[test]
+    fn big_log_keeps_errors_and_is_deterministic() {
+        let mut log = String::new();
+        for i in 0..5000 {
+            log.push_str(&format!(
+                "2024-01-01T00:00:{:02} INFO step {i} ok\n",
+                i % 60
+            ));
+            if i == 2500 {
+                log.push_str("2024-01-01T00:00:00 ERROR disk full on /dev/sda1\n");
+            }
+        }
+        let o = Options::default();
+        let c = compress(&log, &o);
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert_eq!(c.kind, Kind::Log);
+        assert!(c.text.contains("ERROR disk full on /dev/sda1\n"));
+        assert!(c.text.len() * 10 < log.len());
+        assert_eq!(compress(&log, &o), Some(c.clone()));
+        assert!(
+            find_markers(&c.text)
+                .iter()
+                .all(|(h, _)| *h == hash_of(&log))
+        );
+    }
+}

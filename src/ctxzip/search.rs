@@ -1,0 +1,192 @@
+//! Search results (`grep -rn`, ripgrep): `path:line:content`.
+//!
+//! In the request path a search answer keeps, per file, a couple of matches (error, keep-pattern and
+//! query-relevant ones first, verbatim) and a count of the rest; it shows the first files, the last ones and
+//! every file with an error, keep or relevant hit, and sums up the hidden files by top directory behind one
+//! marker. The model sees where the matches are and how many, which is usually what it searched for.
+
+use super::fasthash::FastMap;
+
+use super::detect::search_prefix;
+use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line};
+use super::truncate::{LONG_LINE, shorten};
+use super::{Ctx, Tally, Unit};
+
+/// Matches shown per shown file (protected ones may add to it).
+const PER_FILE: usize = 2;
+/// Files shown from the start and from the end of the results.
+const HEAD_FILES: usize = 8;
+const TAIL_FILES: usize = 2;
+/// Files shown because they match the query best.
+const RELEVANT_FILES: usize = 10;
+/// Top directories listed in the summary of hidden files.
+const SUMMARY_DIRS: usize = 5;
+
+struct File<'a> {
+    path: &'a str,
+    lines: Vec<usize>,
+    protected: bool,
+    score: u32,
+}
+
+pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    let (body, trailing_newline) = match text.strip_suffix('\n') {
+        Some(b) => (b, true),
+        None => (text, false),
+    };
+    let lines: Vec<&str> = body.split('\n').collect();
+    let n = lines.len();
+    let mut protected = vec![false; n];
+    let mut score = vec![0u32; n];
+    let mut files: Vec<File<'_>> = Vec::new();
+    let mut index: FastMap<&str, usize> = FastMap::default();
+    let mut other: Vec<usize> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let hits = ctx.matcher.scan(line.as_bytes());
+        protected[i] = hits.keep || is_error_line(line);
+        score[i] = hits.score();
+        let Some(path) = search_prefix(line) else {
+            other.push(i);
+            continue;
+        };
+        let f = *index.entry(path).or_insert_with(|| {
+            files.push(File {
+                path,
+                lines: Vec::new(),
+                protected: false,
+                score: 0,
+            });
+            files.len() - 1
+        });
+        let file = &mut files[f];
+        file.lines.push(i);
+        file.protected |= protected[i];
+        file.score = file.score.max(score[i]);
+    }
+    let nf = files.len();
+    let mut show_file = vec![false; nf];
+    for (fi, f) in files.iter().enumerate() {
+        show_file[fi] = f.protected || fi < HEAD_FILES || fi + TAIL_FILES >= nf;
+    }
+    let mut by_score: Vec<(u32, usize)> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.score > 0)
+        .map(|(i, f)| (f.score, i))
+        .collect();
+    by_score.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, fi) in by_score.iter().take(RELEVANT_FILES) {
+        show_file[fi] = true;
+    }
+
+    let mut out = String::with_capacity(text.len() / 8);
+    let mut dropped = 0;
+    let mut hidden: FastMap<&str, (usize, usize)> = FastMap::default();
+    let mut hidden_files = 0;
+    let emit = |out: &mut String, tally: &mut Tally, i: usize| {
+        let verbatim = protected[i] && lines[i].len() <= MAX_ERROR_LINE_BYTES;
+        if verbatim || lines[i].len() <= LONG_LINE {
+            out.push_str(lines[i]);
+        } else {
+            out.push_str(&shorten(lines[i], ctx, tally));
+        }
+        out.push('\n');
+    };
+    for (fi, f) in files.iter().enumerate() {
+        if !show_file[fi] {
+            hidden_files += 1;
+            dropped += f.lines.len();
+            let entry = hidden.entry(top_dir(f.path)).or_insert((0, 0));
+            entry.0 += f.lines.len();
+            entry.1 += 1;
+            continue;
+        }
+        let mut ranked: Vec<usize> = f.lines.clone();
+        ranked.sort_by_key(|&i| (!protected[i], std::cmp::Reverse(score[i]), i));
+        let mut chosen: Vec<usize> = ranked
+            .iter()
+            .enumerate()
+            .filter(|(rank, i)| *rank < PER_FILE || protected[**i])
+            .map(|(_, i)| *i)
+            .collect();
+        chosen.sort_unstable();
+        for &i in &chosen {
+            emit(&mut out, tally, i);
+        }
+        let rest = f.lines.len() - chosen.len();
+        if rest > 0 {
+            dropped += rest;
+            out.push_str(&format!("  … +{rest} more in {}\n", f.path));
+        }
+    }
+    for &i in &other {
+        if protected[i] || score[i] > 0 {
+            emit(&mut out, tally, i);
+        } else if !lines[i].trim().is_empty() && lines[i] != "--" {
+            dropped += 1;
+        }
+    }
+    if dropped == 0 {
+        return None;
+    }
+    tally.add(Unit::Matches, dropped);
+    out.push_str(&ctx.marker(dropped, Unit::Matches));
+    if hidden_files > 0 {
+        let mut dirs: Vec<(&str, (usize, usize))> = hidden.into_iter().collect();
+        dirs.sort_unstable_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+        out.push_str(&format!(" {hidden_files} more files ("));
+        for (j, (d, (m, nfiles))) in dirs.iter().take(SUMMARY_DIRS).enumerate() {
+            if j > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("{d}: {m} in {nfiles} files"));
+        }
+        if dirs.len() > SUMMARY_DIRS {
+            out.push_str(&format!(", +{} other dirs", dirs.len() - SUMMARY_DIRS));
+        }
+        out.push(')');
+    }
+    if trailing_newline {
+        out.push('\n');
+    }
+    (out.len() < text.len()).then_some(out)
+}
+
+/// The first path component (`tokio-1.54.1/` for `./tokio-1.54.1/src/io.rs`), or the file itself.
+fn top_dir(path: &str) -> &str {
+    let p = path.trim_start_matches("./");
+    match p.find('/') {
+        Some(i) => &p[..=i],
+        None => p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Options;
+    use super::*;
+
+    #[test]
+    fn few_matches_per_file_and_hidden_summary() {
+        let mut text = String::new();
+        for f in 0..60 {
+            for l in 0..10 {
+                text.push_str(&format!(
+                    "./crate{}/src/f{f}.rs:{l}:    fn poll_{l}(&mut self)\n",
+                    f % 3
+                ));
+            }
+        }
+        text = text.replace(
+            "./crate1/src/f31.rs:5:    fn poll_5(&mut self)",
+            "./crate1/src/f31.rs:5:    panic!(\"invalid state\")",
+        );
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains("./crate1/src/f31.rs:5:    panic!(\"invalid state\")\n"));
+        assert!(out.contains("./crate0/src/f0.rs:0:") && out.contains("./crate2/src/f59.rs:"));
+        assert!(out.contains("  … +8 more in ./crate0/src/f0.rs\n"));
+        assert!(out.contains("more files (crate"), "{out}");
+        assert!(out.len() * 5 < text.len());
+    }
+}

@@ -1,0 +1,197 @@
+//! Property tests of ctxzip over arbitrary strings, line-shaped texts and JSON values (compact and pretty):
+//! compress never panics; a result is strictly shorter, carries only markers of `hash_of(original)`, no
+//! partial marker, is deterministic, keeps every error line of a text verbatim, and stays valid JSON when the
+//! input was JSON.
+
+use std::collections::HashSet;
+
+use ctxgate::ctxzip::{
+    Kind, Options, compress, contains_marker, find_markers, hash_of, is_error_line,
+};
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn check(original: &str, opts: &Options) -> Result<(), TestCaseError> {
+    let first = compress(original, opts);
+    let again = compress(original, opts);
+    prop_assert_eq!(&first, &again, "not deterministic");
+    let Some(c) = first else {
+        return Ok(());
+    };
+    prop_assert!(c.text.len() < original.len(), "not smaller");
+    prop_assert!(
+        !original.contains("<<ctxzip:"),
+        "compressed a text that had a marker"
+    );
+    let hash = hash_of(original);
+    prop_assert_eq!(&c.hash, &hash);
+    let markers = find_markers(&c.text);
+    prop_assert!(!markers.is_empty() && contains_marker(&c.text));
+    prop_assert!(markers.iter().all(|(h, _)| *h == hash), "foreign marker");
+    prop_assert_eq!(
+        c.text.matches("<<ctxzip:").count(),
+        markers.len(),
+        "partial marker"
+    );
+    if matches!(c.kind, Kind::JsonArray | Kind::JsonObject) {
+        prop_assert!(
+            serde_json::from_str::<Value>(&c.text).is_ok(),
+            "invalid JSON out"
+        );
+    } else {
+        let out: HashSet<&str> = c.text.lines().collect();
+        for line in original.lines().filter(|l| is_error_line(l)) {
+            let kept = out.contains(line) || c.text.contains(&format!("{line} (×"));
+            prop_assert!(kept, "error line lost: {:?}", line);
+        }
+    }
+    Ok(())
+}
+
+fn options() -> impl Strategy<Value = Options> {
+    (
+        prop::collection::vec("[a-z_]{3,8}", 0..3),
+        prop::collection::vec("[a-zA-Z]{2,6}", 0..2),
+        any::<bool>(),
+    )
+        .prop_map(|(query, keep_patterns, compress_code)| Options {
+            query,
+            keep_patterns,
+            compress_code,
+        })
+}
+
+/// Lines of the shapes the compressors look for, mixed with noise.
+fn line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z ]{0,40}",
+        1 => "[A-Za-z0-9 .:/_-]{0,60}",
+        1 => Just("error: could not compile `demo`".to_string()),
+        1 => "(WARN|ERROR|INFO) [a-z ]{0,20}(timeout|failed|ok)?",
+        2 => "[a-z_/]{1,12}\\.rs:[0-9]{1,4}:[ a-z(){};]{0,40}",
+        1 => Just("@@ -1,3 +1,4 @@".to_string()),
+        1 => "[+ -][a-z ]{0,30}",
+        1 => Just("diff --git a/x.rs b/x.rs".to_string()),
+        1 => "    (fn|def|let|return) [a-z(){}:;]{0,30}",
+        1 => "\\PC{0,60}",
+        1 => "[a-z]{300,2000}",
+        1 => Just("<<ctxzip:abc".to_string()),
+        1 => "[\\[\\]{}\",:0-9a-z ]{0,40}",
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    (prop::collection::vec(line(), 0..400), any::<bool>()).prop_map(|(lines, nl)| {
+        let mut t = lines.join("\n");
+        if nl {
+            t.push('\n');
+        }
+        t
+    })
+}
+
+fn json_leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e9f64..1e9).prop_map(Value::from),
+        "\\PC{0,24}".prop_map(Value::String),
+        prop_oneof![
+            Just("failed"),
+            Just("ok"),
+            Just("connection refused by peer"),
+            Just("timeout")
+        ]
+        .prop_map(|s| Value::String(s.to_string())),
+        "([a-z ]{0,60}\n){5,40}".prop_map(Value::String),
+        "[a-z0-9]{600,3000}".prop_map(Value::String),
+    ]
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    json_leaf().prop_recursive(4, 600, 60, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..60).prop_map(Value::Array),
+            prop::collection::vec(("[a-z_]{1,8}", inner), 0..40)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// A flat record, the usual row of a JSON list answer.
+fn row() -> impl Strategy<Value = Value> {
+    prop::collection::vec(("[a-z_]{1,8}", json_leaf()), 1..6)
+        .prop_map(|kv| Value::Object(kv.into_iter().collect()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_strings(s in any::<String>(), opts in options()) {
+        check(&s, &opts)?;
+    }
+
+    #[test]
+    fn arbitrary_unicode_text(s in "\\PC{0,4000}", opts in options()) {
+        check(&s, &opts)?;
+    }
+
+    #[test]
+    fn line_shaped_texts(t in text(), opts in options()) {
+        check(&t, &opts)?;
+    }
+
+    #[test]
+    fn json_values(v in json_value(), opts in options()) {
+        let compact = serde_json::to_string(&v).unwrap_or_default();
+        let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
+        check(&compact, &opts)?;
+        check(&pretty, &opts)?;
+    }
+
+    #[test]
+    fn json_rows_with_errors_survive(rows in prop::collection::vec(row(), 20..120), at in 0usize..20) {
+        let error_row = serde_json::json!({"status": "failed", "message": "connection refused"});
+        let mut rows = rows;
+        rows.insert(at, error_row.clone());
+        let text = serde_json::to_string_pretty(&Value::Array(rows)).unwrap_or_default();
+        check(&text, &Options::default())?;
+        if let Some(c) = compress(&text, &Options::default()) {
+            let out: Value = serde_json::from_str(&c.text).unwrap_or_default();
+            prop_assert!(out.as_array().is_some_and(|a| a.contains(&error_row)), "error row lost");
+        }
+    }
+}
+
+/// Inputs that would be quadratic or overflow a recursive parser in a naive implementation finish quickly.
+#[test]
+fn pathological_inputs_stay_linear() {
+    let opts = Options {
+        compress_code: true,
+        query: vec!["needle".into()],
+        keep_patterns: vec!["zz".into()],
+    };
+    let unclosed = "pub fn f(x: u32) {\n    let y = x;\n".repeat(20_000);
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_ok = format!("{}1{}", "[{\"a\":".repeat(60), "}]".repeat(60));
+    let one_line = "error ".repeat(200_000);
+    let same_errors = "error: boom\n".repeat(100_000);
+    let distinct_errors: String = (0..50_000).map(|i| format!("error: boom {i}\n")).collect();
+    let python = (0..3000)
+        .map(|i| format!("{}def f{i}(x):\n", " ".repeat(i % 200)))
+        .collect::<String>();
+    for input in [
+        unclosed,
+        deep,
+        deep_ok,
+        one_line,
+        same_errors,
+        distinct_errors,
+        python,
+    ] {
+        let c = compress(&input, &opts);
+        assert!(c.as_ref().is_none_or(|c| c.text.len() < input.len()));
+    }
+}
