@@ -234,6 +234,9 @@ printf 'round\tsize\tmode\tconns\ttarget\trequests\tseconds\trps\tp50_us\tp99_us
 declare -A URL=([direct]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL)
 runs=$((BENCH_ROUNDS * ${#SIZES[@]} * ${#MODES[@]} * ${#CONNS[@]} * 3))
 log "$runs runs of ${BENCH_SECONDS}s (+${BENCH_WARMUP}s warm-up each): about $((runs * (BENCH_SECONDS + BENCH_WARMUP + 1) / 60 + 1)) min"
+# The 1-minute load average before and after the matrix goes into the report: anything else busy on the machine
+# (a build, a test suite) shows up there and makes the figures noisier.
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 n=0
 for round in $(seq "$BENCH_ROUNDS"); do
   for size in "${SIZES[@]}"; do
@@ -273,6 +276,7 @@ for round in $(seq "$BENCH_ROUNDS"); do
   done
 done
 clear_mock
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report ----------------------------------------------------------------------------------------------------
 
@@ -291,7 +295,8 @@ REPORT=$TMP/report.md
   echo "### Run of $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "- commit: $commit"
-  echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r)"
+  echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r);" \
+    "load average (1/5/15 min) $LOAD_BEFORE before the runs, $LOAD_AFTER after"
   echo "- tools: $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $("$NGINX" -v 2>&1 | sed 's/.*: //')" \
     "(worker_processes $BENCH_NGINX_WORKERS = $NGINX_WORKER_COUNT), $(rustc --version 2>/dev/null || echo rustc ?)"
   rounds="1 round"

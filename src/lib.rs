@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use config::Config;
 use proxy::auth::Credentials;
+use proxy::compress::CompressStage;
 use proxy::error::ProxyError;
 use proxy::fold::FoldStage;
 use proxy::turn::Stage;
@@ -69,13 +70,22 @@ impl App {
         let store: Arc<dyn store::Store> = Arc::new(RedbStore::open(&config.store_path)?);
         let metrics = Arc::new(Metrics::new());
         let tasks = tokio_util::task::TaskTracker::new();
-        let stages: Vec<Arc<dyn Stage>> = vec![Arc::new(FoldStage::new(
-            config.fold.clone(),
-            store.clone(),
-            upstream.clone(),
-            metrics.clone(),
-            tasks.clone(),
-        ))];
+        // The turn's stages, in order: compress first (fold weighs the compressed transcript), then fold.
+        let stages: Vec<Arc<dyn Stage>> = vec![
+            Arc::new(CompressStage::new(
+                config.compress.clone(),
+                store.clone(),
+                metrics.clone(),
+                tasks.clone(),
+            )),
+            Arc::new(FoldStage::new(
+                config.fold.clone(),
+                store.clone(),
+                upstream.clone(),
+                metrics.clone(),
+                tasks.clone(),
+            )),
+        ];
         let state = AppState::new(
             Arc::new(config),
             upstream,

@@ -183,9 +183,16 @@ fn spawn_sweeper(
                 Err(e) => tracing::warn!(error = %e, "store sweep failed"),
             }
             let bounded = [Namespace::Originals, Namespace::Compressed];
-            match state.store.evict_to(&bounded, state.config.store_max_bytes).await {
+            match state
+                .store
+                .evict_to(&bounded, state.config.store_max_bytes)
+                .await
+            {
                 Ok(0) => {}
-                Ok(n) => tracing::info!(evicted = n, "store over its size bound; evicted the least recently used records"),
+                Ok(n) => tracing::info!(
+                    evicted = n,
+                    "store over its size bound; evicted the least recently used records"
+                ),
                 Err(e) => tracing::warn!(error = %e, "store eviction failed"),
             }
         }

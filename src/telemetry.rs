@@ -42,6 +42,42 @@ pub struct UpstreamErrorLabels {
     pub kind: &'static str,
 }
 
+/// The process-lifetime savings picture, carried in every audit event so any one event shows the totals. Token
+/// figures are estimates (bytes / 4), not provider-billed counts.
+#[derive(Debug, Default)]
+pub struct Savings {
+    pub compressions: std::sync::atomic::AtomicU64,
+    /// Per compression, counted once when it is made.
+    pub saved_tokens: std::sync::atomic::AtomicU64,
+    /// Realised: every time a marker rides in a request, its saving counts again (this matches the bill).
+    pub wire_saved_tokens: std::sync::atomic::AtomicU64,
+    pub expansions: std::sync::atomic::AtomicU64,
+    pub expansion_misses: std::sync::atomic::AtomicU64,
+}
+
+/// A copy of [`Savings`] at one moment.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SavingsTotals {
+    pub compressions: u64,
+    pub saved_tokens: u64,
+    pub wire_saved_tokens: u64,
+    pub expansions: u64,
+    pub expansion_misses: u64,
+}
+
+impl Savings {
+    pub fn totals(&self) -> SavingsTotals {
+        use std::sync::atomic::Ordering::Relaxed;
+        SavingsTotals {
+            compressions: self.compressions.load(Relaxed),
+            saved_tokens: self.saved_tokens.load(Relaxed),
+            wire_saved_tokens: self.wire_saved_tokens.load(Relaxed),
+            expansions: self.expansions.load(Relaxed),
+            expansion_misses: self.expansion_misses.load(Relaxed),
+        }
+    }
+}
+
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// The process's metrics. Cheap to share: every member is internally reference-counted.
@@ -55,6 +91,21 @@ pub struct Metrics {
     pub folds: Family<OutcomeLabels, Counter>,
     pub fold_tokens_removed: Counter,
     pub fold_calls: Counter,
+    pub compressions: Family<KindLabels, Counter>,
+    pub compress_saved_tokens: Counter,
+    pub wire_saved_tokens: Counter,
+    pub compress_skipped: Family<ReasonLabels, Counter>,
+    pub savings: Savings,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: &'static str,
 }
 
 fn upstream_histogram() -> Histogram {
@@ -84,6 +135,30 @@ impl Metrics {
         let folds = Family::<OutcomeLabels, Counter>::default();
         let fold_tokens_removed = Counter::default();
         let fold_calls = Counter::default();
+        let compressions = Family::<KindLabels, Counter>::default();
+        let compress_saved_tokens = Counter::default();
+        let wire_saved_tokens = Counter::default();
+        let compress_skipped = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "compressions",
+            "Originals compressed behind a marker (counted once, when first compressed), by content kind",
+            compressions.clone(),
+        );
+        registry.register(
+            "compress_saved_tokens",
+            "Estimated tokens saved by compressions, counted once per compression",
+            compress_saved_tokens.clone(),
+        );
+        registry.register(
+            "wire_saved_tokens",
+            "Estimated tokens not sent upstream: every marker in every request counts its saving again",
+            wire_saved_tokens.clone(),
+        );
+        registry.register(
+            "compress_skipped",
+            "Large items left verbatim, by reason (error output, excluded tool, store write failed, ...)",
+            compress_skipped.clone(),
+        );
         registry.register(
             "folds",
             "Fold decisions on over-budget transcripts, by outcome (applied, reused, failed, backed_off)",
@@ -134,6 +209,11 @@ impl Metrics {
             folds,
             fold_tokens_removed,
             fold_calls,
+            compressions,
+            compress_saved_tokens,
+            wire_saved_tokens,
+            compress_skipped,
+            savings: Savings::default(),
         }
     }
 

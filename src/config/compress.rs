@@ -57,7 +57,8 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
     if ttl_secs == 0 {
         return Err(ConfigError::Invalid {
             key: "compress.ttl_secs".into(),
-            message: "must be positive: an original must outlive the request carrying its marker".into(),
+            message: "must be positive: an original must outlive the request carrying its marker"
+                .into(),
         });
     }
     Ok(CompressSettings {

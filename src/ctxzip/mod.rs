@@ -26,6 +26,7 @@ mod search;
 mod summary;
 mod terms;
 mod truncate;
+pub mod verbatim;
 
 pub use detect::detect;
 pub use marker::{contains_marker, find_markers, hash_of, marker};

@@ -276,7 +276,7 @@ fn mode_label(mode: FoldMode) -> &'static str {
 }
 
 /// The anchor as a store key: hashed, so any `prompt_cache_key` is a safe, fixed-length key.
-fn anchor_key(anchor: &str) -> String {
+pub fn anchor_key(anchor: &str) -> String {
     fold::prefix::hex(&Sha256::digest(anchor.as_bytes())[..12])
 }
 

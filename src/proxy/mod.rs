@@ -7,10 +7,12 @@
 
 pub mod auth;
 pub mod cache;
+pub mod compress;
 pub mod error;
 pub mod fold;
 pub mod headers;
 pub mod item_facts;
+pub mod originals;
 pub mod passthrough;
 pub mod responses;
 pub mod turn;

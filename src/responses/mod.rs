@@ -6,5 +6,6 @@
 //! verbatim, and a body nobody changed is sent as the original bytes.
 
 pub mod body;
+pub mod shape;
 
 pub use body::{Input, Item, RequestBody};

@@ -295,7 +295,10 @@ impl Store for RedbStore {
                         let (k, v) = entry.map_err(io)?;
                         let size = (k.value().len() + v.value().len()) as u64;
                         total += size;
-                        let expiry = decode(v.value()).ok().and_then(|r| r.expires_at).unwrap_or(u64::MAX);
+                        let expiry = decode(v.value())
+                            .ok()
+                            .and_then(|r| r.expires_at)
+                            .unwrap_or(u64::MAX);
                         entries.push((expiry, *ns, k.value().to_string(), size));
                     }
                 }
@@ -467,13 +470,37 @@ mod tests {
                 created_at: i,
                 expires_at: Some(1000 + i),
             };
-            store.put(Namespace::Originals, "t", &format!("k{i}"), r).await.unwrap();
+            store
+                .put(Namespace::Originals, "t", &format!("k{i}"), r)
+                .await
+                .unwrap();
         }
-        let evicted = store.evict_to(&[Namespace::Originals], 5_500).await.unwrap();
+        let evicted = store
+            .evict_to(&[Namespace::Originals], 5_500)
+            .await
+            .unwrap();
         assert_eq!(evicted, 5);
-        assert!(store.get(Namespace::Originals, "t", "k0", 0).await.unwrap().is_none());
-        assert!(store.get(Namespace::Originals, "t", "k9", 0).await.unwrap().is_some());
-        assert_eq!(store.evict_to(&[Namespace::Originals], 5_500).await.unwrap(), 0);
+        assert!(
+            store
+                .get(Namespace::Originals, "t", "k0", 0)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            store
+                .get(Namespace::Originals, "t", "k9", 0)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(
+            store
+                .evict_to(&[Namespace::Originals], 5_500)
+                .await
+                .unwrap(),
+            0
+        );
     }
 
     #[test]

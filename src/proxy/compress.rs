@@ -1,0 +1,565 @@
+//! The compress stage: large tool outputs and live-zone texts replaced by ctxzip's compressed form.
+//!
+//! For each large item of the input it decides whether the item may be compressed (its seam, its position, its
+//! tool, whether it reports an error), then takes the compressed form this conversation already uses for that
+//! original — from memory, else from the store — or makes one with [`ctxzip::compress`]. A new original is written
+//! durably before the request carrying its marker leaves; if that write fails the item goes verbatim. Every marker
+//! a request carries refreshes its original's expiry and counts its saving again (wire savings); each response gets
+//! `x-ctxgate-compressed` and `x-ctxgate-saved-tokens`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::task::TaskTracker;
+
+use super::cache::{Memo, key_of};
+use super::originals::{
+    CompressedForm, OriginalMeta, RECORD_VERSION, compressed_key, decode_original, encode_original,
+};
+use super::turn::{Stage, StageError, Turn};
+use crate::config::compress::CompressSettings;
+use crate::ctxzip;
+use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
+use crate::store::{Namespace, Record, Store, StoreError, unix_now};
+use crate::telemetry::{KindLabels, Metrics, ReasonLabels};
+
+/// The tool whose outputs are originals already: never compressed again.
+pub const EXPAND_TOOL: &str = "context_expand";
+pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
+pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
+const MEMO_CAPACITY: usize = 50_000;
+
+/// One marker an item carries: the original's hash and what it saves.
+#[derive(Debug, Clone)]
+struct MarkerUse {
+    hash: String,
+    saved_tokens: u64,
+}
+
+/// An item's compressed form, independent of where in the transcript it stands.
+#[derive(Debug)]
+struct Compression {
+    value: Value,
+    markers: Vec<MarkerUse>,
+}
+
+/// Per-turn context for compressing new originals.
+struct Context<'a> {
+    tenant: &'a str,
+    anchor_key: &'a str,
+    first_user: &'a str,
+    request_id: &'a str,
+}
+
+pub struct CompressStage {
+    settings: CompressSettings,
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    tasks: TaskTracker,
+    /// Shape and longest text of an item, by its bytes.
+    shapes: Memo<Arc<(Shape, usize)>>,
+    /// The compressed form (or `None`: verbatim whatever its position) by tenant, anchor and item bytes.
+    rewrites: Memo<Option<Arc<Compression>>>,
+    /// The expiry last given to an original, by tenant and hash, so refreshes are written only when due.
+    expiries: Memo<u64>,
+}
+
+impl CompressStage {
+    pub fn new(
+        settings: CompressSettings,
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+        tasks: TaskTracker,
+    ) -> Self {
+        CompressStage {
+            settings,
+            store,
+            metrics,
+            tasks,
+            shapes: Memo::new(MEMO_CAPACITY),
+            rewrites: Memo::new(MEMO_CAPACITY),
+            expiries: Memo::new(MEMO_CAPACITY),
+        }
+    }
+
+    fn skipped(&self, reason: &'static str) {
+        self.metrics
+            .compress_skipped
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    fn shape(&self, raw_key: u128, item: &crate::responses::Item) -> Option<Arc<(Shape, usize)>> {
+        if let Some(s) = self.shapes.get(raw_key) {
+            return Some(s);
+        }
+        let value = item.value()?;
+        let shape = shape_of(value);
+        let longest = longest_text(value, &shape);
+        let entry = Arc::new((shape, longest));
+        self.shapes.insert(raw_key, entry.clone());
+        Some(entry)
+    }
+
+    /// The compressed form of one text, or `None` to leave it: from the store when this conversation already
+    /// compressed it, else made now and stored (original first, durably).
+    async fn compress_text(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        tool: &str,
+        arguments: &str,
+        seam: &'static str,
+    ) -> Result<Option<(String, MarkerUse)>, StoreError> {
+        if ctxzip::contains_marker(text) {
+            return Ok(None);
+        }
+        let hash = ctxzip::hash_of(text);
+        let now = unix_now();
+        let expires = Some(now + self.settings.ttl.as_secs());
+        let form_key = compressed_key(ctx.anchor_key, &hash);
+        if let Some(record) = self
+            .store
+            .get(Namespace::Compressed, ctx.tenant, &form_key, now)
+            .await?
+        {
+            if let Ok(form) = serde_json::from_slice::<CompressedForm>(&record.value) {
+                // The marker must stay expandable: put the original back if it was evicted meanwhile.
+                if self
+                    .store
+                    .get(Namespace::Originals, ctx.tenant, &hash, now)
+                    .await?
+                    .is_none()
+                {
+                    let meta = OriginalMeta {
+                        v: RECORD_VERSION,
+                        tool: tool.into(),
+                        kind: form.kind.clone(),
+                        ..Default::default()
+                    };
+                    self.put_durably(
+                        Namespace::Originals,
+                        ctx.tenant,
+                        &hash,
+                        encode_original(&meta, text),
+                        expires,
+                    )
+                    .await?;
+                }
+                let saved = form.tokens_before.saturating_sub(form.tokens_after);
+                return Ok(Some((
+                    form.text,
+                    MarkerUse {
+                        hash,
+                        saved_tokens: saved,
+                    },
+                )));
+            }
+        }
+        let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
+        let options = ctxzip::Options {
+            query: query.clone(),
+            keep_patterns: self.settings.keep_patterns.clone(),
+            compress_code: self.settings.code,
+        };
+        let Some(compressed) = ctxzip::compress(text, &options) else {
+            return Ok(None);
+        };
+        let tokens_before = ctxzip::estimate_tokens(text) as u64;
+        let tokens_after = ctxzip::estimate_tokens(&compressed.text) as u64;
+        let meta = OriginalMeta {
+            v: RECORD_VERSION,
+            tool: tool.into(),
+            kind: compressed.kind.as_str().into(),
+            query,
+            bytes: text.len() as u64,
+            tokens_before,
+            tokens_after,
+        };
+        self.put_durably(
+            Namespace::Originals,
+            ctx.tenant,
+            &hash,
+            encode_original(&meta, text),
+            expires,
+        )
+        .await?;
+        let form = CompressedForm {
+            v: RECORD_VERSION,
+            text: compressed.text.clone(),
+            kind: meta.kind.clone(),
+            tokens_before,
+            tokens_after,
+        };
+        if let Ok(value) = serde_json::to_vec(&form) {
+            // Best effort: without it, the same options make the same bytes again anyway.
+            if let Err(e) = self
+                .put_durably(Namespace::Compressed, ctx.tenant, &form_key, value, expires)
+                .await
+            {
+                tracing::warn!(error = %e, "could not store a compressed form");
+            }
+        }
+        self.expiries.insert(
+            key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]),
+            expires.unwrap_or(0),
+        );
+        let saved = tokens_before.saturating_sub(tokens_after);
+        self.account_new(
+            ctx,
+            seam,
+            tool,
+            compressed.kind,
+            tokens_before,
+            tokens_after,
+        );
+        Ok(Some((
+            compressed.text,
+            MarkerUse {
+                hash,
+                saved_tokens: saved,
+            },
+        )))
+    }
+
+    /// A store write that completes even if the client hangs up meanwhile.
+    async fn put_durably(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        value: Vec<u8>,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let (store, tenant, key) = (self.store.clone(), tenant.to_string(), key.to_string());
+        let record = Record {
+            value,
+            created_at: unix_now(),
+            expires_at,
+        };
+        self.tasks
+            .spawn(async move { store.put(ns, &tenant, &key, record).await })
+            .await
+            .map_err(|e| StoreError::Io(format!("store task: {e}")))?
+    }
+
+    fn account_new(
+        &self,
+        ctx: &Context<'_>,
+        seam: &'static str,
+        tool: &str,
+        kind: ctxzip::Kind,
+        before: u64,
+        after: u64,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let saved = before.saturating_sub(after);
+        let savings = &self.metrics.savings;
+        savings.compressions.fetch_add(1, Relaxed);
+        savings.saved_tokens.fetch_add(saved, Relaxed);
+        self.metrics
+            .compressions
+            .get_or_create(&KindLabels {
+                kind: kind.as_str(),
+            })
+            .inc();
+        self.metrics.compress_saved_tokens.inc_by(saved);
+        let totals = savings.totals();
+        tracing::info!(
+            target: "ctxgate::audit",
+            event = "context_compressed",
+            request_id = ctx.request_id,
+            tenant = ctx.tenant,
+            seam,
+            tool,
+            kind = kind.as_str(),
+            tokens_before = before,
+            tokens_after = after,
+            saved_tokens = saved,
+            total_saved_tokens = totals.saved_tokens,
+            total_wire_saved_tokens = totals.wire_saved_tokens,
+            total_compressions = totals.compressions,
+            total_expansions = totals.expansions,
+            "context_compressed"
+        );
+    }
+
+    /// Compresses the large texts of one item; `Ok(None)` when nothing in it is compressed.
+    async fn compress_item(
+        &self,
+        ctx: &Context<'_>,
+        value: &Value,
+        shape: &Shape,
+        call: Option<&(String, String)>,
+        seam: &'static str,
+    ) -> Result<Option<Compression>, StoreError> {
+        let (tool, arguments) = call
+            .map(|(n, a)| (n.as_str(), a.as_str()))
+            .unwrap_or(("", ""));
+        let min = self.settings.min_tool_output_chars;
+        // Collect the texts first (the closure of `rewrite_texts` cannot await), then substitute.
+        let mut texts = Vec::new();
+        let _ = rewrite_texts(value, shape, min, |t| {
+            texts.push(t.to_string());
+            None
+        });
+        let mut replaced: HashMap<String, String> = HashMap::new();
+        let mut markers = Vec::new();
+        for text in texts {
+            if matches!(shape, Shape::Output { .. })
+                && ctxzip::verbatim::looks_like_error_output(&text)
+            {
+                self.skipped("error_output");
+                continue;
+            }
+            if let Some((new, marker)) = self
+                .compress_text(ctx, &text, tool, arguments, seam)
+                .await?
+            {
+                replaced.insert(text, new);
+                markers.push(marker);
+            }
+        }
+        if replaced.is_empty() {
+            return Ok(None);
+        }
+        let rewritten = rewrite_texts(value, shape, min, |t| replaced.get(t).cloned());
+        Ok(rewritten.map(|value| Compression { value, markers }))
+    }
+
+    /// Moves the expiry of originals still in use forward, in the background, once less than half their
+    /// lifetime remains.
+    fn refresh(&self, tenant: &str, anchor_key: &str, markers: &[MarkerUse]) {
+        let ttl = self.settings.ttl.as_secs();
+        let now = unix_now();
+        let mut due = Vec::new();
+        for m in markers {
+            let key = key_of(&[tenant.as_bytes(), m.hash.as_bytes()]);
+            let expiry = self.expiries.get(key).unwrap_or(0);
+            if expiry < now + ttl / 2 {
+                self.expiries.insert(key, now + ttl);
+                due.push(m.hash.clone());
+            }
+        }
+        if due.is_empty() {
+            return;
+        }
+        let (store, tenant, anchor_key) = (
+            self.store.clone(),
+            tenant.to_string(),
+            anchor_key.to_string(),
+        );
+        self.tasks.spawn(async move {
+            for hash in due {
+                let expires = Some(now + ttl);
+                let results = [
+                    store
+                        .touch(Namespace::Originals, &tenant, &hash, expires, now)
+                        .await,
+                    store
+                        .touch(
+                            Namespace::Compressed,
+                            &tenant,
+                            &compressed_key(&anchor_key, &hash),
+                            expires,
+                            now,
+                        )
+                        .await,
+                ];
+                for r in results {
+                    if let Err(e) = r {
+                        tracing::warn!(error = %e, "could not refresh an original's expiry");
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Whether an item may be compressed at its position: tool outputs unless among the `protect_recent` last; live-zone
+/// items unless in the frozen prefix (the first item) or the most recent turns.
+struct Positions {
+    recent_outputs_from: usize,
+    recent_turns_from: usize,
+}
+
+impl Positions {
+    fn allows(&self, index: usize, shape: &Shape) -> bool {
+        match shape {
+            Shape::Output { function: true, .. } => index < self.recent_outputs_from,
+            _ => index > 0 && index < self.recent_turns_from,
+        }
+    }
+}
+
+#[async_trait]
+impl Stage for CompressStage {
+    fn name(&self) -> &'static str {
+        "compress"
+    }
+
+    async fn apply(&self, turn: &mut Turn) -> Result<(), StageError> {
+        if !self.settings.enabled {
+            return Ok(());
+        }
+        let Some(items) = turn.body.items() else {
+            turn.add_response_header(COMPRESSED_HEADER, "0".into());
+            turn.add_response_header(SAVED_HEADER, "0".into());
+            return Ok(());
+        };
+        let min = self.settings.min_tool_output_chars;
+        let raw_keys: Vec<u128> = items.iter().map(super::item_facts::item_key).collect();
+        let mut shapes = Vec::with_capacity(items.len());
+        for (item, key) in items.iter().zip(&raw_keys) {
+            shapes.push(self.shape(*key, item));
+        }
+        let shape_at = |i: usize| shapes[i].as_deref().map(|(s, _)| s);
+        let is_candidate = |i: usize| match shapes[i].as_deref() {
+            Some((Shape::Output { .. } | Shape::AssistantMessage, longest)) => *longest >= min,
+            Some((Shape::UserMessage { .. }, longest)) => {
+                self.settings.user_messages && *longest >= min
+            }
+            _ => false,
+        };
+        let candidates: Vec<usize> = (0..items.len()).filter(|i| is_candidate(*i)).collect();
+        if candidates.is_empty() {
+            turn.add_response_header(COMPRESSED_HEADER, "0".into());
+            turn.add_response_header(SAVED_HEADER, "0".into());
+            return Ok(());
+        }
+        let mut calls: HashMap<&str, (String, String)> = HashMap::new();
+        let mut first_user = "";
+        let mut user_positions = Vec::new();
+        let mut function_outputs = Vec::new();
+        for i in 0..items.len() {
+            match shape_at(i) {
+                Some(Shape::Call {
+                    call_id,
+                    name,
+                    arguments,
+                }) => {
+                    calls.insert(call_id.as_str(), (name.clone(), arguments.clone()));
+                }
+                Some(Shape::UserMessage { text }) => {
+                    if user_positions.is_empty() {
+                        first_user = text.as_str();
+                    }
+                    user_positions.push(i);
+                }
+                Some(Shape::Output { function: true, .. }) => function_outputs.push(i),
+                _ => {}
+            }
+        }
+        let protect_turns = self.settings.protect_recent_turns;
+        let positions = Positions {
+            recent_outputs_from: match self.settings.protect_recent {
+                0 => usize::MAX,
+                n => function_outputs
+                    .iter()
+                    .rev()
+                    .nth(n - 1)
+                    .copied()
+                    .unwrap_or(0),
+            },
+            recent_turns_from: match protect_turns {
+                0 => usize::MAX,
+                n if user_positions.len() >= n => user_positions[user_positions.len() - n],
+                _ => 0,
+            },
+        };
+        let anchor = crate::fold::anchor(
+            turn.body.get_str("prompt_cache_key").as_deref(),
+            items.first().and_then(|i| i.value()),
+        );
+        let anchor_key = super::fold::anchor_key(&anchor);
+        let tenant = turn.caller.tenant.as_str().to_string();
+        let ctx = Context {
+            tenant: &tenant,
+            anchor_key: &anchor_key,
+            first_user,
+            request_id: &turn.request_id,
+        };
+        let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
+        for i in candidates {
+            let Some(shape) = shape_at(i) else { continue };
+            if !positions.allows(i, shape) {
+                continue;
+            }
+            let call = match shape {
+                Shape::Output { call_id, .. } => calls.get(call_id.as_str()),
+                _ => None,
+            };
+            let tool = call.map(|(n, _)| n.as_str()).unwrap_or("");
+            if tool == EXPAND_TOOL || self.settings.exclude_tools.iter().any(|t| t == tool) {
+                self.skipped("excluded_tool");
+                continue;
+            }
+            let key = key_of(&[
+                tenant.as_bytes(),
+                anchor_key.as_bytes(),
+                &raw_keys[i].to_le_bytes(),
+            ]);
+            let known = match self.rewrites.get(key) {
+                Some(known) => known,
+                None => {
+                    let Some(value) = items[i].value() else {
+                        continue;
+                    };
+                    let seam = if matches!(shape, Shape::Output { function: true, .. }) {
+                        "tool_output"
+                    } else {
+                        "live_zone"
+                    };
+                    match self.compress_item(&ctx, value, shape, call, seam).await {
+                        Ok(found) => {
+                            let found = found.map(Arc::new);
+                            self.rewrites.insert(key, found.clone());
+                            found
+                        }
+                        Err(e) => {
+                            // Nothing is sent behind a marker whose original is not safe: this item goes verbatim.
+                            tracing::warn!(request_id = %turn.request_id, error = %e, "original not stored; item left verbatim");
+                            self.skipped("store_failed");
+                            None
+                        }
+                    }
+                }
+            };
+            if let Some(c) = known {
+                rewrites.push((i, c));
+            }
+        }
+        let markers: Vec<MarkerUse> = rewrites
+            .iter()
+            .flat_map(|(_, c)| c.markers.iter().cloned())
+            .collect();
+        let wire_saved: u64 = markers.iter().map(|m| m.saved_tokens).sum();
+        self.refresh(&tenant, &anchor_key, &markers);
+        let count = rewrites.len();
+        for (i, c) in rewrites {
+            turn.body.replace_item(i, c.value.clone());
+        }
+        self.metrics.wire_saved_tokens.inc_by(wire_saved);
+        self.metrics
+            .savings
+            .wire_saved_tokens
+            .fetch_add(wire_saved, std::sync::atomic::Ordering::Relaxed);
+        turn.add_response_header(COMPRESSED_HEADER, count.to_string());
+        turn.add_response_header(SAVED_HEADER, wire_saved.to_string());
+        Ok(())
+    }
+}
+
+/// Reads an original back (for expansion and the CLI).
+pub async fn load_original(
+    store: &dyn Store,
+    tenant: &str,
+    hash: &str,
+) -> Result<Option<(OriginalMeta, String)>, StoreError> {
+    Ok(store
+        .get(Namespace::Originals, tenant, hash, unix_now())
+        .await?
+        .and_then(|r| decode_original(&r.value)))
+}
