@@ -118,7 +118,8 @@ impl CompressStage {
         }
         let hash = ctxzip::hash_of(text);
         let now = unix_now();
-        let expires = Some(now + self.settings.ttl.as_secs());
+        let expiry = now + self.settings.ttl.as_secs();
+        let expires = Some(expiry);
         let form_key = compressed_key(ctx.anchor_key, &hash);
         if let Some(record) = self
             .store
@@ -202,10 +203,8 @@ impl CompressStage {
                 tracing::warn!(error = %e, "could not store a compressed form");
             }
         }
-        self.expiries.insert(
-            key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]),
-            expires.unwrap_or(0),
-        );
+        self.expiries
+            .insert(key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]), expiry);
         let saved = tokens_before.saturating_sub(tokens_after);
         self.account_new(
             ctx,
