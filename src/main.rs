@@ -24,6 +24,26 @@ struct Cli {
 enum Command {
     /// Run the proxy.
     Serve(ServeArgs),
+    /// Compress a file offline exactly as the proxy would, and show what the model would see.
+    Compress(CompressArgs),
+}
+
+#[derive(clap::Args)]
+struct CompressArgs {
+    /// The tool output to compress (`-` for standard input).
+    file: PathBuf,
+    /// Relevance query (as the conversation's first user message would pin it).
+    #[arg(long)]
+    query: Option<String>,
+    /// Keep pattern (repeatable); the config file's `[compress] keep_patterns` are used too.
+    #[arg(long = "keep")]
+    keep: Vec<String>,
+    /// Config file whose `[compress]` section applies (default: config/ctxgate.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print one JSON object (result and stats) instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -56,6 +76,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Compress(args) => compress(args),
     }
 }
 
@@ -94,4 +115,41 @@ fn serve(args: ServeArgs) -> ExitCode {
 fn fail(e: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("ctxgate: error: {e}");
     ExitCode::FAILURE
+}
+
+fn compress(args: CompressArgs) -> ExitCode {
+    let config = match Config::load(args.config.as_deref(), &ProcessEnv, RawConfig::default()) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let read = if args.file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match read {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("cannot read {}: {e}", args.file.display())),
+    };
+    let mut keep_patterns = config.compress.keep_patterns.clone();
+    keep_patterns.extend(args.keep);
+    let report = ctxgate::ctxzip::report::offline(
+        &text,
+        &ctxgate::ctxzip::Options {
+            query: ctxgate::ctxzip::query_terms(args.query.as_deref().unwrap_or("")),
+            keep_patterns,
+            compress_code: config.compress.code,
+        },
+    );
+    let out = if args.json {
+        serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
+    } else {
+        report.to_text()
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
 }

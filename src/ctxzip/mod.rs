@@ -22,6 +22,7 @@ mod lines;
 mod logs;
 pub mod marker;
 mod relevance;
+pub mod report;
 mod search;
 mod summary;
 mod terms;

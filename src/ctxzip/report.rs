@@ -1,0 +1,112 @@
+//! What one compression did, for a person: the `ctxgate compress` command's output.
+//!
+//! An operator tuning keep patterns wants to see exactly what the model will see and what it cost, without a
+//! server: the kind detected, tokens before and after, lines kept, the hash the original would be stored under,
+//! and whether every error line is still visible.
+
+use serde::Serialize;
+
+use super::{Options, compress, detect, estimate_tokens, hash_of, is_error_line};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OfflineReport {
+    /// The kind detected, even when nothing was compressed.
+    pub kind: &'static str,
+    pub compressed: bool,
+    pub hash: String,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub lines_before: usize,
+    pub lines_kept: usize,
+    pub error_lines: usize,
+    /// Error lines of the input missing from the result (always 0; shown so a regression would be visible).
+    pub error_lines_missing: usize,
+    pub query: Vec<String>,
+    /// The text the model would see.
+    pub result: String,
+}
+
+pub fn offline(text: &str, opts: &Options) -> OfflineReport {
+    let kind = detect(text);
+    let found = compress(text, opts);
+    let result = found
+        .as_ref()
+        .map(|c| c.text.clone())
+        .unwrap_or_else(|| text.to_string());
+    let errors: Vec<&str> = text.lines().filter(|l| is_error_line(l)).collect();
+    let missing = errors.iter().filter(|l| !result.contains(**l)).count();
+    OfflineReport {
+        kind: found.as_ref().map(|c| c.kind).unwrap_or(kind).as_str(),
+        compressed: found.is_some(),
+        hash: hash_of(text),
+        bytes_before: text.len(),
+        bytes_after: result.len(),
+        tokens_before: estimate_tokens(text),
+        tokens_after: estimate_tokens(&result),
+        lines_before: text.lines().count(),
+        lines_kept: found
+            .as_ref()
+            .map(|c| c.lines_kept)
+            .unwrap_or_else(|| text.lines().count()),
+        error_lines: errors.len(),
+        error_lines_missing: missing,
+        query: opts.query.clone(),
+        result,
+    }
+}
+
+impl OfflineReport {
+    /// The result, then a stats block.
+    pub fn to_text(&self) -> String {
+        let saved = if self.tokens_before == 0 {
+            0.0
+        } else {
+            100.0 * (1.0 - self.tokens_after as f64 / self.tokens_before as f64)
+        };
+        let mut out = self.result.clone();
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "---\nkind: {}\ncompressed: {}\nhash: {}\ntokens: {} -> {} ({saved:.1}% saved)\nbytes: {} -> {}\nlines: {} -> {}\nerror lines: {} ({} missing)\nquery: {}\n",
+            self.kind,
+            if self.compressed { "yes" } else { "no (left verbatim)" },
+            self.hash,
+            self.tokens_before,
+            self.tokens_after,
+            self.bytes_before,
+            self.bytes_after,
+            self.lines_before,
+            self.lines_kept,
+            self.error_lines,
+            self.error_lines_missing,
+            self.query.join(" "),
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn report_of_a_log() {
+        let mut log = String::new();
+        for i in 0..3000 {
+            log.push_str(&format!("   Compiling crate{i} v0.1.0\n"));
+        }
+        log.push_str("error[E0308]: mismatched types\n");
+        let r = offline(&log, &Options::default());
+        assert!(r.compressed);
+        assert_eq!(r.error_lines, 1);
+        assert_eq!(r.error_lines_missing, 0);
+        assert!(r.tokens_after < r.tokens_before);
+        assert!(r.to_text().contains("kind: log"));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["hash"], hash_of(&log));
+    }
+}
