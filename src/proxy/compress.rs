@@ -409,7 +409,16 @@ impl Stage for CompressStage {
             return Ok(());
         };
         let min = self.settings.min_tool_output_chars;
-        let raw_keys: Vec<u128> = items.iter().map(super::item_facts::item_key).collect();
+        // An item whose whole JSON is shorter than the threshold has no text that long: most turns stop here.
+        if items.iter().all(|i| i.json_len() < min) {
+            turn.add_response_header(COMPRESSED_HEADER, "0".into());
+            turn.add_response_header(SAVED_HEADER, "0".into());
+            return Ok(());
+        }
+        let raw_keys: Vec<u128> = items
+            .iter()
+            .map(crate::responses::Item::content_key)
+            .collect();
         let mut shapes = Vec::with_capacity(items.len());
         for (item, key) in items.iter().zip(&raw_keys) {
             shapes.push(self.shape(*key, item));

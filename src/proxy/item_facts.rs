@@ -4,7 +4,7 @@
 //! JSON length ([`ItemFacts`]), so those are remembered by a hash of the item's bytes and only new items are
 //! parsed. The memo holds facts, never content.
 
-use super::cache::{Memo, key_of};
+use super::cache::Memo;
 use crate::fold::ItemFacts;
 use crate::responses::Item;
 
@@ -26,7 +26,7 @@ impl Default for FactsCache {
 impl FactsCache {
     /// Facts of every item, in order; `None` if an item does not parse.
     pub fn facts(&self, items: &[Item]) -> Option<Vec<ItemFacts>> {
-        let keys: Vec<u128> = items.iter().map(item_key).collect();
+        let keys: Vec<u128> = items.iter().map(Item::content_key).collect();
         let mut known = self.memo.get_many(&keys);
         let mut fresh = Vec::new();
         for (i, slot) in known.iter_mut().enumerate() {
@@ -38,17 +38,6 @@ impl FactsCache {
         }
         self.memo.insert_many(fresh);
         known.into_iter().collect()
-    }
-}
-
-/// The item's key: a hash of the bytes it will be sent as.
-pub fn item_key(item: &Item) -> u128 {
-    match item.raw_bytes() {
-        Some(raw) => key_of(&[raw]),
-        None => {
-            let text = item.value().map(|v| v.to_string()).unwrap_or_default();
-            key_of(&[text.as_bytes()])
-        }
     }
 }
 

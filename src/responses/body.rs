@@ -19,6 +19,7 @@ enum Member {
 pub struct Item {
     raw: Option<Bytes>,
     parsed: OnceLock<Option<Value>>,
+    key: OnceLock<u128>,
 }
 
 impl Item {
@@ -26,6 +27,7 @@ impl Item {
         Item {
             raw: Some(raw),
             parsed: OnceLock::new(),
+            key: OnceLock::new(),
         }
     }
 
@@ -33,6 +35,7 @@ impl Item {
         Item {
             raw: None,
             parsed: OnceLock::from(Some(value)),
+            key: OnceLock::new(),
         }
     }
 
@@ -51,6 +54,18 @@ impl Item {
                     .and_then(|raw| serde_json::from_slice(raw).ok())
             })
             .as_ref()
+    }
+
+    /// A 128-bit hash of the bytes the item will be sent as, computed once per request: how the stages recognise
+    /// an item they have seen on an earlier turn without parsing it.
+    pub fn content_key(&self) -> u128 {
+        *self.key.get_or_init(|| match &self.raw {
+            Some(raw) => xxhash_rust::xxh3::xxh3_128(raw),
+            None => {
+                let text = self.value().map(|v| v.to_string()).unwrap_or_default();
+                xxhash_rust::xxh3::xxh3_128(text.as_bytes())
+            }
+        })
     }
 
     /// The client's bytes for a raw item.
