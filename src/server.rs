@@ -15,6 +15,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::task::TaskTracker;
 
@@ -128,6 +129,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
+    // SSE events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
+    // delayed ACK (~40 ms), which would add that to every streamed turn.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY on a client connection");
+        }
+    });
     let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
