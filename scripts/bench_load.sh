@@ -234,9 +234,27 @@ printf 'round\tsize\tmode\tconns\ttarget\trequests\tseconds\trps\tp50_us\tp99_us
 declare -A URL=([direct]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL)
 runs=$((BENCH_ROUNDS * ${#SIZES[@]} * ${#MODES[@]} * ${#CONNS[@]} * 3))
 log "$runs runs of ${BENCH_SECONDS}s (+${BENCH_WARMUP}s warm-up each): about $((runs * (BENCH_SECONDS + BENCH_WARMUP + 1) / 60 + 1)) min"
-# The 1-minute load average before and after the matrix goes into the report: anything else busy on the machine
-# (a build, a test suite) shows up there and makes the figures noisier.
+# Noise check for the report: how much CPU the rest of the machine (a build, a test suite, a neighbour VM's
+# steal) took while the matrix ran. machine_ticks: busy and steal ticks of all CPUs, from /proc/stat.
+# own_ticks: what this benchmark used itself: the three servers, plus every reaped child of this shell (wrk,
+# curl) as cutime + cstime (fields 16, 17) of /proc/$$/stat.
+machine_ticks() {
+  local _cpu user nice system _idle _iowait irq softirq steal _rest
+  read -r _cpu user nice system _idle _iowait irq softirq steal _rest </proc/stat
+  echo "$((user + nice + system + irq + softirq)) $steal"
+}
+own_ticks() {
+  local line servers
+  local -a f
+  servers=$(cpu_ticks "$MOCK_PID" "$GATE_PID" "${NGINX_PIDS[@]}")
+  read -r line <"/proc/$$/stat"
+  read -ra f <<<"${line##*) }"
+  echo "$((servers + f[13] + f[14]))"
+}
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r BUSY_BEFORE STEAL_BEFORE < <(machine_ticks)
+OWN_BEFORE=$(own_ticks)
+START_SECONDS=$SECONDS
 n=0
 for round in $(seq "$BENCH_ROUNDS"); do
   for size in "${SIZES[@]}"; do
@@ -276,7 +294,15 @@ for round in $(seq "$BENCH_ROUNDS"); do
   done
 done
 clear_mock
-LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r BUSY_AFTER STEAL_AFTER < <(machine_ticks)
+OWN_AFTER=$(own_ticks)
+# Percentages of the machine's whole capacity (all CPUs × wall time) over the matrix.
+capacity=$(((SECONDS - START_SECONDS) * $(nproc) * CLK_TCK))
+((capacity > 0)) || capacity=1
+foreign=$((BUSY_AFTER - BUSY_BEFORE - (OWN_AFTER - OWN_BEFORE)))
+((foreign > 0)) || foreign=0
+FOREIGN_PCT=$((100 * foreign / capacity))
+STEAL_PCT=$((100 * (STEAL_AFTER - STEAL_BEFORE) / capacity))
 
 # --- report ----------------------------------------------------------------------------------------------------
 
@@ -295,8 +321,9 @@ REPORT=$TMP/report.md
   echo "### Run of $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "- commit: $commit"
-  echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r);" \
-    "load average (1/5/15 min) $LOAD_BEFORE before the runs, $LOAD_AFTER after"
+  echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r)"
+  echo "- noise: load average $LOAD_BEFORE before the runs; during them other processes used" \
+    "$FOREIGN_PCT % of the machine's CPU and the hypervisor stole $STEAL_PCT % (0-5 % is a quiet machine)"
   echo "- tools: $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $("$NGINX" -v 2>&1 | sed 's/.*: //')" \
     "(worker_processes $BENCH_NGINX_WORKERS = $NGINX_WORKER_COUNT), $(rustc --version 2>/dev/null || echo rustc ?)"
   rounds="1 round"

@@ -47,7 +47,7 @@ def main():
     print("| size | mode | c | p50 µs direct / nginx / ctxgate | p99 µs direct / nginx / ctxgate "
           "| added p50 µs nginx / ctxgate | added p99 µs nginx / ctxgate "
           f"| added p50 ctxgate÷nginx (≤ {P50_RATIO_MAX:g}×) | ctxgate added p99 (target) "
-          f"| req/s direct / nginx / ctxgate | ctxgate req/s % of direct (≥ {RPS_PCT_MIN:g} %) "
+          f"| req/s direct / nginx / ctxgate | ctxgate (nginx) req/s % of direct (≥ {RPS_PCT_MIN:g} %) "
           "| CPU µs/req ctxgate (nginx) |")
     print("|" + "---|" * 12)
     met = total = 0
@@ -71,6 +71,7 @@ def main():
         a50 = {t: added(t, "p50_us") for t in ("nginx", "ctxgate")}
         a99 = {t: added(t, "p99_us") for t in ("nginx", "ctxgate")}
         rps_pct = med([100.0 * float(v["ctxgate"]["rps"]) / float(v["direct"]["rps"]) for v in rounds])
+        nginx_pct = med([100.0 * float(v["nginx"]["rps"]) / float(v["direct"]["rps"]) for v in rounds])
         cpu = {t: [v[t]["cpu_us_per_req"] for v in rounds if v[t]["cpu_us_per_req"] != "-"]
                for t in ("nginx", "ctxgate")}
         cpu_s = {t: us(med([float(x) for x in cpu[t]])) if cpu[t] else "-" for t in cpu}
@@ -103,7 +104,7 @@ def main():
               f"| {ratio_s} "
               f"| {us(a99['ctxgate'])} (< {p99_max / 1000:g} ms) {verdict(ok_p99)} "
               f"| {us(rps['direct'])} / {us(rps['nginx'])} / {us(rps['ctxgate'])} "
-              f"| {rps_pct:.0f} % {verdict(ok_rps)} "
+              f"| {rps_pct:.0f} % ({nginx_pct:.0f} %) {verdict(ok_rps)} "
               f"| {cpu_s['ctxgate']} ({cpu_s['nginx']}) |")
 
     print()

@@ -56,9 +56,14 @@ pub fn prefix_hash(items: &[Value], n: usize) -> Option<String> {
 /// share an anchor (e.g. conversations opening with the same system prompt): they are told
 /// apart by prefix hash, so a shared anchor only costs a longer list.
 pub fn anchor(prompt_cache_key: Option<&str>, first_item: Option<&Value>) -> String {
-    match (prompt_cache_key.filter(|k| !k.is_empty()), first_item) {
+    anchor_of_digest(prompt_cache_key, first_item.map(item_digest).as_ref())
+}
+
+/// [`anchor`] from the first item's digest, for a caller that already has it.
+pub fn anchor_of_digest(prompt_cache_key: Option<&str>, first_digest: Option<&[u8; 32]>) -> String {
+    match (prompt_cache_key.filter(|k| !k.is_empty()), first_digest) {
         (Some(key), _) => format!("key:{key}"),
-        (None, Some(item)) => format!("item:{}", hex(&item_digest(item))),
+        (None, Some(digest)) => format!("item:{}", hex(digest)),
         (None, None) => "empty".to_owned(),
     }
 }
