@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod ctxzip;
+pub mod expand;
 pub mod fold;
 pub mod mock;
 pub mod proxy;
@@ -21,6 +22,8 @@ use config::Config;
 use proxy::auth::Credentials;
 use proxy::compress::CompressStage;
 use proxy::error::ProxyError;
+use proxy::expand::Expander;
+use proxy::expand::inject::InjectStage;
 use proxy::fold::FoldStage;
 use proxy::turn::Stage;
 use proxy::upstream::Upstream;
@@ -70,7 +73,15 @@ impl App {
         let store: Arc<dyn store::Store> = Arc::new(RedbStore::open(&config.store_path)?);
         let metrics = Arc::new(Metrics::new());
         let tasks = tokio_util::task::TaskTracker::new();
-        // The turn's stages, in order: compress first (fold weighs the compressed transcript), then fold.
+        let expander = Arc::new(Expander::new(
+            config.expand.clone(),
+            config.compress.ttl.as_secs(),
+            store.clone(),
+            metrics.clone(),
+            tasks.clone(),
+        ));
+        // The turn's stages, in order: compress first (fold weighs the compressed transcript), then fold, then the
+        // expand tool is offered if the outgoing input carries a marker.
         let stages: Vec<Arc<dyn Stage>> = vec![
             Arc::new(CompressStage::new(
                 config.compress.clone(),
@@ -85,16 +96,18 @@ impl App {
                 metrics.clone(),
                 tasks.clone(),
             )),
+            Arc::new(InjectStage::new(expander.clone())),
         ];
-        let state = AppState::new(
-            Arc::new(config),
+        let state = AppState::new(server::StateParts {
+            config: Arc::new(config),
             upstream,
             credentials,
             store,
             metrics,
+            expander,
             stages,
             tasks,
-        );
+        });
         Ok(App {
             state: Arc::new(state),
         })

@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::proxy::auth::Credentials;
+use crate::proxy::expand::{Expander, endpoints};
 use crate::proxy::turn::Stage;
 use crate::proxy::upstream::Upstream;
 use crate::proxy::{passthrough, responses};
@@ -37,6 +38,8 @@ pub struct AppState {
     pub credentials: Credentials,
     pub store: Arc<dyn Store>,
     pub metrics: Arc<Metrics>,
+    /// Answers `context_expand` calls (in the turn loop and on the side endpoints).
+    pub expander: Arc<Expander>,
     /// The `/v1/responses` stages, in order.
     pub stages: Vec<Arc<dyn Stage>>,
     /// Durable work (store writes, counters) that must finish even when the client hangs up; shutdown waits for it.
@@ -45,26 +48,41 @@ pub struct AppState {
     instance: u64,
 }
 
+/// What [`AppState`] is built from.
+pub struct StateParts {
+    pub config: Arc<Config>,
+    pub upstream: Upstream,
+    pub credentials: Credentials,
+    pub store: Arc<dyn Store>,
+    pub metrics: Arc<Metrics>,
+    pub expander: Arc<Expander>,
+    pub stages: Vec<Arc<dyn Stage>>,
+    pub tasks: TaskTracker,
+}
+
 impl AppState {
-    pub fn new(
-        config: Arc<Config>,
-        upstream: Upstream,
-        credentials: Credentials,
-        store: Arc<dyn Store>,
-        metrics: Arc<Metrics>,
-        stages: Vec<Arc<dyn Stage>>,
-        tasks: TaskTracker,
-    ) -> AppState {
+    pub fn new(parts: StateParts) -> AppState {
         let instance = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
+        let StateParts {
+            config,
+            upstream,
+            credentials,
+            store,
+            metrics,
+            expander,
+            stages,
+            tasks,
+        } = parts;
         AppState {
             config,
             upstream,
             credentials,
             store,
             metrics,
+            expander,
             stages,
             tasks,
             request_counter: AtomicU64::new(0),
@@ -89,6 +107,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/v1/responses", post(responses::handle))
+        .route("/v1/ctxzip/stats", get(endpoints::stats))
+        .route("/v1/ctxzip/expand", post(endpoints::post_expand))
+        .route("/v1/ctxzip/{hash}", get(endpoints::get_original))
         .fallback(passthrough::handle)
         .with_state(state)
         .layer(tower_http::trace::TraceLayer::new_for_http())

@@ -95,6 +95,9 @@ pub struct Metrics {
     pub compress_saved_tokens: Counter,
     pub wire_saved_tokens: Counter,
     pub compress_skipped: Family<ReasonLabels, Counter>,
+    pub expansions: Counter,
+    pub expansion_misses: Counter,
+    pub expand_rounds: Counter,
     pub savings: Savings,
 }
 
@@ -139,6 +142,24 @@ impl Metrics {
         let compress_saved_tokens = Counter::default();
         let wire_saved_tokens = Counter::default();
         let compress_skipped = Family::<ReasonLabels, Counter>::default();
+        let expansions = Counter::default();
+        let expansion_misses = Counter::default();
+        let expand_rounds = Counter::default();
+        registry.register(
+            "expansions",
+            "context_expand calls answered with an original",
+            expansions.clone(),
+        );
+        registry.register(
+            "expansion_misses",
+            "context_expand calls whose hash named no live original (expired, unknown, ambiguous, bad arguments)",
+            expansion_misses.clone(),
+        );
+        registry.register(
+            "expand_rounds",
+            "Extra upstream rounds ctxgate ran to continue a turn after answering context_expand",
+            expand_rounds.clone(),
+        );
         registry.register(
             "compressions",
             "Originals compressed behind a marker (counted once, when first compressed), by content kind",
@@ -213,6 +234,9 @@ impl Metrics {
             compress_saved_tokens,
             wire_saved_tokens,
             compress_skipped,
+            expansions,
+            expansion_misses,
+            expand_rounds,
             savings: Savings::default(),
         }
     }

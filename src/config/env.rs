@@ -80,6 +80,10 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.store.path = env.var("CTXGATE_STORE_PATH");
     raw.store.max_bytes = number(env, "CTXGATE_STORE_MAX_BYTES")?;
     raw.compress.enabled = flag(env, "CTXGATE_COMPRESS_ENABLED")?;
+    raw.expand.enabled = flag(env, "CTXGATE_EXPAND_ENABLED")?;
+    raw.expand.max_rounds = number(env, "CTXGATE_EXPAND_MAX_ROUNDS")?;
+    raw.expand.max_chars = number(env, "CTXGATE_EXPAND_MAX_CHARS")?;
+    raw.expand.suggest_threshold = number(env, "CTXGATE_EXPAND_SUGGEST_THRESHOLD")?;
     raw.compress.min_tool_output_chars = number(env, "CTXGATE_COMPRESS_MIN_TOOL_OUTPUT_CHARS")?;
     raw.compress.protect_recent = number(env, "CTXGATE_COMPRESS_PROTECT_RECENT")?;
     raw.compress.protect_recent_turns = number(env, "CTXGATE_COMPRESS_PROTECT_RECENT_TURNS")?;

@@ -62,8 +62,24 @@ pub struct Config {
     pub log_level: String,
     pub fold: fold::FoldSettings,
     pub compress: compress::CompressSettings,
+    pub expand: ExpandSettings,
     /// Bound on the store's originals and compressed forms, in bytes; oldest evicted first.
     pub store_max_bytes: u64,
+}
+
+/// Rounds of `context_expand` answered inside the proxy per turn.
+pub const DEFAULT_EXPAND_MAX_ROUNDS: usize = 4;
+/// Largest window of an original one expansion returns.
+pub const DEFAULT_EXPAND_MAX_CHARS: usize = 16_000;
+/// Distinct expansions containing a token before it is suggested as a keep pattern.
+pub const DEFAULT_SUGGEST_THRESHOLD: u64 = 3;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpandSettings {
+    pub enabled: bool,
+    pub max_rounds: usize,
+    pub max_chars: usize,
+    pub suggest_threshold: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -184,6 +200,27 @@ impl Config {
             log_level: raw.log.level.unwrap_or_else(|| "info".into()),
             fold: fold::resolve(raw.fold)?,
             compress: compress::resolve(raw.compress)?,
+            expand: ExpandSettings {
+                enabled: raw.expand.enabled.unwrap_or(true),
+                max_rounds: raw
+                    .expand
+                    .max_rounds
+                    .unwrap_or(DEFAULT_EXPAND_MAX_ROUNDS as u64)
+                    .min(64) as usize,
+                max_chars: match raw
+                    .expand
+                    .max_chars
+                    .unwrap_or(DEFAULT_EXPAND_MAX_CHARS as u64)
+                {
+                    0 => return Err(invalid("expand.max_chars", "must be positive".into())),
+                    n => usize::try_from(n).unwrap_or(usize::MAX),
+                },
+                suggest_threshold: raw
+                    .expand
+                    .suggest_threshold
+                    .unwrap_or(DEFAULT_SUGGEST_THRESHOLD)
+                    .max(1),
+            },
             store_max_bytes: match raw.store.max_bytes.unwrap_or(DEFAULT_STORE_MAX_BYTES) {
                 0 => return Err(invalid("store.max_bytes", "must be positive".into())),
                 n => n,
@@ -294,6 +331,7 @@ mod tests {
         assert_eq!(c.fold.fold, d.fold.fold);
         assert_eq!(c.fold.record_ttl, d.fold.record_ttl);
         assert_eq!(c.compress, d.compress);
+        assert_eq!(c.expand, d.expand);
         assert_eq!(c.store_max_bytes, d.store_max_bytes);
     }
 

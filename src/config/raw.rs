@@ -24,6 +24,8 @@ pub struct RawConfig {
     pub fold: RawFold,
     #[serde(default)]
     pub compress: RawCompress,
+    #[serde(default)]
+    pub expand: RawExpand,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -62,6 +64,15 @@ pub struct RawStore {
 pub struct RawLog {
     pub format: Option<String>,
     pub level: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExpand {
+    pub enabled: Option<bool>,
+    pub max_rounds: Option<u64>,
+    pub max_chars: Option<u64>,
+    pub suggest_threshold: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -111,6 +122,7 @@ impl RawConfig {
             url, api_key_env, connect_timeout_ms, read_timeout_ms, stream_idle_timeout_ms);
         overlay_fields!(self.auth, top.auth; keys);
         overlay_fields!(self.store, top.store; path, max_bytes);
+        overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);
         overlay_fields!(self.compress, top.compress;
             enabled, min_tool_output_chars, protect_recent, protect_recent_turns, exclude_tools, keep_patterns, code,
             user_messages, ttl_secs);

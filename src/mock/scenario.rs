@@ -46,6 +46,12 @@ pub enum Scenario {
     Slow,
     Split,
     Expand,
+    /// Calls `context_expand` whenever it is offered and a marker is in the input, answered or not.
+    ExpandLoop,
+    /// A client function call and a `context_expand` call in the same round, then a message.
+    ExpandMixed,
+    /// Calls `context_expand` with a hash that exists nowhere, then quotes the answer.
+    ExpandUnknown,
     Summary,
     SummaryNoText,
     SummaryTooLarge,
@@ -64,6 +70,9 @@ impl Scenario {
             "mock-slow" => Self::Slow,
             "mock-split" => Self::Split,
             "mock-expand" => Self::Expand,
+            "mock-expand-loop" => Self::ExpandLoop,
+            "mock-expand-mixed" => Self::ExpandMixed,
+            "mock-expand-unknown" => Self::ExpandUnknown,
             "mock-summary" => Self::Summary,
             "mock-summary-notext" => Self::SummaryNoText,
             "mock-summary-toolarge" => Self::SummaryTooLarge,
@@ -101,6 +110,9 @@ impl Scenario {
         "mock-slow",
         "mock-split",
         "mock-expand",
+        "mock-expand-loop",
+        "mock-expand-mixed",
+        "mock-expand-unknown",
         "mock-summary",
         "mock-summary-notext",
         "mock-summary-toolarge",
@@ -187,6 +199,22 @@ impl Plan {
                 }
             }
             Scenario::Expand => Self::new(vec![expand(req)]),
+            Scenario::ExpandLoop => Self::new(vec![expand_always(req)]),
+            Scenario::ExpandMixed => match expand(req) {
+                call @ Item::Call { .. } => Self::new(vec![tool_call(req), call]),
+                message => Self::new(vec![message]),
+            },
+            Scenario::ExpandUnknown => {
+                if input::has_function_tool(req, input::EXPAND_TOOL) && !input::expand_answered(req)
+                {
+                    Self::new(vec![Item::Call {
+                        name: input::EXPAND_TOOL.to_owned(),
+                        arguments: json!({"hash": "ffffffffffff"}).to_string(),
+                    }])
+                } else {
+                    Self::new(vec![expand(req)])
+                }
+            }
             Scenario::Summary => message(summary(req)),
             Scenario::SummaryNoText => Self::new(Vec::new()),
             Scenario::SummaryTooLarge => message(too_large_summary(req, body_len)),
@@ -247,6 +275,16 @@ fn expand(req: &Value) -> Item {
         None => hello(req),
     };
     Item::Message { text }
+}
+
+fn expand_always(req: &Value) -> Item {
+    match input::find_marker(req) {
+        Some(hash) if input::has_function_tool(req, input::EXPAND_TOOL) => Item::Call {
+            name: input::EXPAND_TOOL.to_owned(),
+            arguments: json!({"hash": hash}).to_string(),
+        },
+        _ => expand(req),
+    }
 }
 
 fn summary(req: &Value) -> String {

@@ -310,7 +310,10 @@ impl Stage for FoldStage {
         // Routine turns (within budget, or on a stored fold) are decided from cached item facts, unparsed.
         let facts = turn.body.items().and_then(|items| self.facts.facts(items));
         if let Some(facts) = facts.as_ref().filter(|f| !f.is_empty()) {
-            let anchor = fold::prefix::anchor_of_digest(prompt_cache_key.as_deref(), facts.first().map(|f| &f.digest));
+            let anchor = fold::prefix::anchor_of_digest(
+                prompt_cache_key.as_deref(),
+                facts.first().map(|f| &f.digest),
+            );
             let anchor_key = anchor_key(&anchor);
             let quick = if facts_within_budget(facts, &config) {
                 fold::quick_plan(facts, &[], &config)

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cache;
 pub mod compress;
 pub mod error;
+pub mod expand;
 pub mod fold;
 pub mod headers;
 pub mod item_facts;

@@ -16,6 +16,8 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
 use super::error::ProxyError;
+use super::expand;
+use super::expand::rounds::Rounds;
 use super::turn::{Turn, run_stages};
 use super::{Clock, Outbound, forward, relay, render_error};
 use crate::responses::RequestBody;
@@ -36,6 +38,11 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
         Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
     };
     let request_id = state.next_request_id();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/v1/responses".to_string());
     let (outgoing, response_headers) = if has_content_encoding(&parts.headers) {
         (bytes, Vec::new())
     } else {
@@ -51,6 +58,7 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
                     body: parsed,
                     client_headers: parts.headers.clone(),
                     response_headers: Vec::new(),
+                    expand_active: false,
                 };
                 if !turn.bypass() {
                     let metrics = &state.metrics;
@@ -61,15 +69,29 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
                         return render_error(&state, ROUTE, &method, &clock, e);
                     }
                 }
+                if turn.expand_active {
+                    // The proxy may have to answer context_expand calls: it reads the answer and runs the rounds.
+                    let streamed =
+                        matches!(turn.body.get("stream"), Some(serde_json::Value::Bool(true)));
+                    let rounds = Rounds::new(
+                        state.clone(),
+                        caller,
+                        &parts.headers,
+                        path_and_query,
+                        request_id,
+                        turn.body,
+                        turn.response_headers,
+                    );
+                    return if streamed {
+                        expand::stream::run_stream(rounds, clock).await
+                    } else {
+                        expand::rounds::run_json(rounds, clock).await
+                    };
+                }
                 (turn.body.to_bytes(), turn.response_headers)
             }
         }
     };
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/v1/responses".to_string());
     let len = outgoing.len();
     let sent = forward(
         &state,

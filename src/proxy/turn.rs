@@ -22,6 +22,8 @@ pub struct Turn {
     pub client_headers: HeaderMap,
     /// `x-ctxgate-*` headers for the client's response.
     pub response_headers: Vec<(HeaderName, HeaderValue)>,
+    /// Set when the request offers `context_expand`: the answer must be read (and perhaps continued) by the proxy.
+    pub expand_active: bool,
 }
 
 impl Turn {

@@ -289,6 +289,57 @@ impl RequestBody {
         }
     }
 
+    /// Appends `element` to the array member `key`, keeping the bytes of the elements already there (the client's
+    /// tools stay exactly as sent). A missing member becomes a one-element array; a member that is not an array is
+    /// left alone and `false` returned.
+    pub fn append_to_array(&mut self, key: &str, element: &Value) -> bool {
+        let mut encoded = Vec::new();
+        write_value(&mut encoded, element);
+        let Some((_, member)) = self.members.iter_mut().find(|(k, _)| k == key) else {
+            self.members.push((
+                key.to_string(),
+                Member::Replaced(Value::Array(vec![element.clone()])),
+            ));
+            self.changed = true;
+            return true;
+        };
+        let current = match member {
+            Member::Raw(raw) => raw.to_vec(),
+            Member::Replaced(v) => {
+                let mut out = Vec::new();
+                write_value(&mut out, v);
+                out
+            }
+        };
+        if current.first() != Some(&b'[') || current.last() != Some(&b']') {
+            return false;
+        }
+        let inner = &current[1..current.len() - 1];
+        let mut out = Vec::with_capacity(current.len() + encoded.len() + 1);
+        out.extend_from_slice(&current[..current.len() - 1]);
+        if inner.iter().any(|b| !b.is_ascii_whitespace()) {
+            out.push(b',');
+        }
+        out.extend_from_slice(&encoded);
+        out.push(b']');
+        *member = Member::Raw(Bytes::from(out));
+        self.changed = true;
+        true
+    }
+
+    /// Whether any input item (or a string input) carries `needle` in the bytes it will be sent as.
+    pub fn input_contains(&self, needle: &[u8]) -> bool {
+        let has = |hay: &[u8]| contains(hay, needle);
+        match &self.input {
+            Some(Input::Text(t)) => has(t.as_bytes()),
+            Some(Input::Items(items)) => items.iter().any(|i| match i.raw_bytes() {
+                Some(raw) => has(raw),
+                None => i.value().is_some_and(|v| has(v.to_string().as_bytes())),
+            }),
+            None => false,
+        }
+    }
+
     pub fn input(&self) -> Option<&Input> {
         self.input.as_ref()
     }
@@ -373,6 +424,25 @@ impl RequestBody {
     }
 }
 
+/// Substring search that skips ahead to each occurrence of the needle's first byte.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    let mut from = 0;
+    while let Some(p) = hay
+        .get(from..)
+        .and_then(|h| h.iter().position(|b| *b == first))
+    {
+        let at = from + p;
+        if hay[at..].starts_with(needle) {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
 fn write_member(out: &mut Vec<u8>, member: &Member) {
     match member {
         Member::Raw(raw) => out.extend_from_slice(raw),
@@ -431,6 +501,35 @@ mod tests {
         assert!(RequestBody::parse(Bytes::from_static(b"not json")).is_err());
         assert!(RequestBody::parse(Bytes::from_static(br#"{"input":5}"#)).is_err());
         assert!(RequestBody::parse(Bytes::from_static(br#"{"input":[1,"#)).is_err());
+    }
+
+    #[test]
+    fn appending_a_tool_keeps_the_other_tools_bytes() {
+        let mut b = RequestBody::parse(Bytes::from_static(
+            br#"{"tools":[ {"type":"custom","name":"apply_patch","format":{"a":1.50}} ],"input":[]}"#,
+        ))
+        .unwrap();
+        assert!(b.append_to_array("tools", &json!({"type":"function","name":"x"})));
+        assert_eq!(
+            b.to_bytes(),
+            Bytes::from_static(br#"{"tools":[ {"type":"custom","name":"apply_patch","format":{"a":1.50}} ,{"type":"function","name":"x"}],"input":[]}"#)
+        );
+        let mut empty =
+            RequestBody::parse(Bytes::from_static(br#"{"tools":[ ],"input":[]}"#)).unwrap();
+        empty.append_to_array("tools", &json!(1));
+        assert_eq!(
+            empty.to_bytes(),
+            Bytes::from_static(br#"{"tools":[ 1],"input":[]}"#)
+        );
+        let mut none = RequestBody::parse(Bytes::from_static(br#"{"input":[]}"#)).unwrap();
+        none.append_to_array("tools", &json!(1));
+        assert_eq!(
+            none.to_bytes(),
+            Bytes::from_static(br#"{"input":[],"tools":[1]}"#)
+        );
+        let mut bad =
+            RequestBody::parse(Bytes::from_static(br#"{"tools":"x","input":[]}"#)).unwrap();
+        assert!(!bad.append_to_array("tools", &json!(1)));
     }
 
     #[test]

@@ -1,0 +1,341 @@
+//! Incremental server-sent-events parsing and encoding for the expand path.
+//!
+//! When ctxgate answers the model's `context_expand` calls itself, it must read the
+//! upstream `text/event-stream` body event by event while the bytes arrive, and then
+//! forward, rewrite or withhold each event. Upstream body frames cut events anywhere
+//! (inside a field name, inside a UTF-8 character, between the two newlines that end
+//! an event), so the parser buffers only the unfinished event and hands out complete
+//! ones together with their exact original bytes: an event that needs no change is
+//! forwarded byte for byte. Line handling follows the WHATWG SSE rules (`\n`, `\r\n`
+//! and bare `\r` line ends, `:` comments, one optional space after the colon, a
+//! leading BOM ignored).
+
+use bytes::{Bytes, BytesMut};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One complete event block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field (`None` when absent or empty, which SSE treats as `message`).
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n` (empty for comment-only blocks such as
+    /// keep-alives, which are still returned so a proxy can forward them).
+    pub data: String,
+    /// The exact bytes of the block, blank line included, plus any stray blank lines
+    /// that preceded it; concatenating every `raw` gives back the consumed input.
+    pub raw: Bytes,
+}
+
+/// What was pending when the stream ended: an event without its closing blank line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    /// The unterminated bytes, as received.
+    pub raw: Bytes,
+    /// The `event:` field, if that line was complete.
+    pub event: Option<String>,
+}
+
+/// The outcome of [`SseParser::finish`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Finish {
+    /// Events completed by the end of input itself: a block whose last line ended
+    /// with a bare `\r` is only known to be complete once no `\n` can follow.
+    pub events: Vec<SseEvent>,
+    /// `Some` when the stream was cut inside an event (a truncated upstream).
+    pub leftover: Option<Leftover>,
+}
+
+/// Incremental parser: feed body chunks with [`push`](Self::push), then call
+/// [`finish`](Self::finish) once the body ends.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// Bytes not yet handed out as part of an event.
+    buf: BytesMut,
+    /// Offset in `buf` of the first line not yet interpreted.
+    line_start: usize,
+    /// Offset up to which `buf` is known to hold no line terminator after
+    /// `line_start`, so a long line arriving in small chunks is scanned once.
+    scanned: usize,
+    bom_checked: bool,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+    /// Whether the current block has any non-blank line (field or comment).
+    has_lines: bool,
+    last_id: Option<String>,
+    retry: Option<u64>,
+}
+
+impl SseParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `chunk` and returns every event it completed, in order.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        self.buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        self.parse(false, &mut out);
+        out
+    }
+
+    /// Ends the stream: returns the events only the end of input completes and the
+    /// unterminated remainder, if any. The parser is then ready for a new stream.
+    pub fn finish(&mut self) -> Finish {
+        let mut events = Vec::new();
+        self.parse(true, &mut events);
+        let partial_line = self.line_start < self.buf.len();
+        let leftover = (self.has_lines || partial_line).then(|| Leftover {
+            raw: self.buf.split().freeze(),
+            event: self.event.take(),
+        });
+        *self = Self {
+            last_id: self.last_id.take(),
+            retry: self.retry,
+            ..Self::default()
+        };
+        Finish { events, leftover }
+    }
+
+    /// The last `id:` field seen (what a reconnecting client would send back).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The last valid `retry:` field seen, in milliseconds.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    fn parse(&mut self, at_eof: bool, out: &mut Vec<SseEvent>) {
+        if !self.bom_checked {
+            let n = self.buf.len().min(BOM.len());
+            if self.buf.get(..n) != BOM.get(..n) {
+                self.bom_checked = true;
+            } else if n == BOM.len() {
+                self.bom_checked = true;
+                self.line_start = n;
+                self.scanned = n;
+            } else if at_eof {
+                self.bom_checked = true;
+            } else {
+                return; // could still become a BOM
+            }
+        }
+        loop {
+            let from = self.scanned.max(self.line_start);
+            let Some(rest) = self.buf.get(from..) else {
+                return;
+            };
+            let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.scanned = self.buf.len();
+                return;
+            };
+            let line_end = from + pos;
+            let term_len = match (rest.get(pos), rest.get(pos + 1)) {
+                (Some(b'\r'), Some(b'\n')) => 2,
+                (Some(b'\r'), None) if !at_eof => {
+                    // A `\n` may follow in the next chunk; deciding now would make the
+                    // event's bytes depend on where the chunk boundary fell.
+                    self.scanned = line_end;
+                    return;
+                }
+                _ => 1,
+            };
+            let next = line_end + term_len;
+            let line = self.buf.get(self.line_start..line_end).unwrap_or_default();
+            if line.is_empty() {
+                if self.has_lines {
+                    self.dispatch(next, out);
+                } else {
+                    // A stray blank line: kept as a prefix of the next event's bytes.
+                    self.line_start = next;
+                    self.scanned = next;
+                }
+                continue;
+            }
+            let line = String::from_utf8_lossy(line).into_owned();
+            self.line_start = next;
+            self.scanned = next;
+            self.field(&line);
+        }
+    }
+
+    fn field(&mut self, line: &str) {
+        self.has_lines = true;
+        if line.starts_with(':') {
+            return;
+        }
+        let (name, value) = match line.split_once(':') {
+            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match name {
+            "event" => self.event = (!value.is_empty()).then(|| value.to_owned()),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
+            }
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, end: usize, out: &mut Vec<SseEvent>) {
+        let raw = self.buf.split_to(end).freeze();
+        self.line_start = 0;
+        self.scanned = 0;
+        self.has_data = false;
+        self.has_lines = false;
+        out.push(SseEvent {
+            event: self.event.take(),
+            data: std::mem::take(&mut self.data),
+            raw,
+        });
+    }
+}
+
+/// Frames one event: `event: X\ndata: D\n\n`, one `data:` line per line of `data`
+/// (any of `\r\n`, `\r`, `\n` splits, as a client would split them). A line break
+/// inside `event` would corrupt the framing, so the name is cut there.
+pub fn encode(event: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 48);
+    if let Some(name) = event {
+        let name = name.split(['\r', '\n']).next().unwrap_or_default();
+        out.push_str("event: ");
+        out.push_str(name);
+        out.push('\n');
+    }
+    let normalized;
+    let data = if data.contains('\r') {
+        normalized = data.replace("\r\n", "\n");
+        normalized.as_str()
+    } else {
+        data
+    };
+    for line in data.split(['\r', '\n']) {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(chunks: &[&[u8]]) -> (Vec<SseEvent>, Option<Leftover>) {
+        let mut p = SseParser::new();
+        let mut events: Vec<SseEvent> = chunks.iter().flat_map(|c| p.push(c)).collect();
+        let fin = p.finish();
+        events.extend(fin.events);
+        (events, fin.leftover)
+    }
+
+    /// BOM, CRLF, bare CR, stray blank lines, comments, multi-line data, `id:`,
+    /// `retry:` and multi-byte characters.
+    const STREAM: &str = "\u{FEFF}: hi\r\nevent: response.created\r\ndata: {\"a\":\"é✓\"}\r\n\r\n\n\
+        event: x\rdata: 1\rdata: 2\r\rid: 3\nretry: 10\ndata: last ✓\n\n:tail\n\n";
+
+    #[test]
+    fn every_split_yields_the_same_events() {
+        for tail in ["", "event: cut\ndata: {\"é", "data: 1\r\r"] {
+            let input = format!("{STREAM}{tail}");
+            let input = input.as_bytes();
+            let whole = parse_all(&[input]);
+            let bytes: Vec<&[u8]> = input.chunks(1).collect();
+            assert_eq!(parse_all(&bytes), whole);
+            for cut in 0..=input.len() {
+                let (a, b) = input.split_at(cut);
+                assert_eq!(parse_all(&[a, b]), whole, "cut at {cut}");
+            }
+            let (events, _) = &whole;
+            let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+            let mut expected = vec!["{\"a\":\"é✓\"}", "1\n2", "last ✓", ""];
+            if tail.starts_with("data") {
+                expected.push("1");
+            }
+            assert_eq!(data, expected);
+            assert_eq!(whole.1.is_some(), tail.starts_with("event"));
+        }
+    }
+
+    #[test]
+    fn fields_comments_and_multiline_data() {
+        let input = b": keep-alive\n\nevent: a\nid: 7\nretry: 150\ndata: x\ndata:y\n\ndata\n\n";
+        let mut p = SseParser::new();
+        let ev = p.push(input);
+        assert_eq!(ev.len(), 3);
+        assert_eq!((ev[0].event.as_deref(), ev[0].data.as_str()), (None, ""));
+        assert_eq!(
+            (ev[1].event.as_deref(), ev[1].data.as_str()),
+            (Some("a"), "x\ny")
+        );
+        assert_eq!(ev[2].data, "");
+        assert_eq!(p.last_event_id(), Some("7"));
+        assert_eq!(p.retry(), Some(150));
+        let joined: Vec<u8> = ev.iter().flat_map(|e| e.raw.to_vec()).collect();
+        assert_eq!(joined, input.to_vec());
+    }
+
+    #[test]
+    fn bare_cr_waits_for_the_next_byte_or_the_end() {
+        let mut p = SseParser::new();
+        assert!(p.push(b"data: 1\r\r").is_empty());
+        let ev = p.push(b"data: 2\r\r");
+        assert_eq!(ev.len(), 1);
+        assert_eq!(&ev[0].raw[..], b"data: 1\r\r");
+        let fin = p.finish();
+        assert_eq!(fin.events.len(), 1);
+        assert_eq!(fin.events[0].data, "2");
+        assert!(fin.leftover.is_none());
+    }
+
+    #[test]
+    fn bom_is_skipped_even_when_split() {
+        let (ev, _) = parse_all(&[b"\xEF", b"\xBB\xBFdata: a\n\n"]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].data, "a");
+        assert!(ev[0].raw.starts_with(BOM));
+    }
+
+    #[test]
+    fn truncated_tail_is_reported() {
+        let (ev, left) = parse_all(&[b"event: a\ndata: 1\n\nevent: b\ndata: {\"x"]);
+        assert_eq!(ev.len(), 1);
+        let left = left.unwrap_or_else(|| Leftover {
+            raw: Bytes::new(),
+            event: None,
+        });
+        assert_eq!(left.event.as_deref(), Some("b"));
+        assert_eq!(&left.raw[..], b"event: b\ndata: {\"x");
+        let (_, left) = parse_all(&[b"data: 1\n\n\n"]);
+        assert!(
+            left.is_none(),
+            "stray blank lines are not a truncated event"
+        );
+    }
+
+    #[test]
+    fn encode_round_trips() {
+        let framed = encode(Some("t"), "a\nb\r\nc\rd");
+        assert_eq!(
+            &framed[..],
+            b"event: t\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
+        );
+        let ev = SseParser::new().push(&framed);
+        assert_eq!(ev[0].data, "a\nb\nc\nd");
+        assert_eq!(&encode(None, "")[..], b"data: \n\n");
+        assert_eq!(&encode(Some("x\ny"), " z")[..], b"event: x\ndata:  z\n\n");
+    }
+}

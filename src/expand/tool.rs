@@ -1,0 +1,162 @@
+//! The `context_expand` tool definition and the directive that explains markers to the model.
+//!
+//! In the request path, once the proxy sees a `<<ctxzip:HASH NOTE>>` marker in a request's input it adds
+//! [`tool_definition`] beside the client's own tools and appends [`DIRECTIVE`] to `instructions`
+//! ([`append_directive`]). Both are constant text with a fixed key order: provider prompt caches key on the exact
+//! prefix bytes, so what we add must be byte-identical on every turn.
+
+use serde_json::{Value, json};
+
+/// Name of the tool the proxy answers itself; a call to any other tool goes back to the client.
+pub const EXPAND_TOOL: &str = "context_expand";
+
+/// What the model reads to decide when and how to call the tool. Kept in one constant so it never drifts.
+const TOOL_DESCRIPTION: &str = "Retrieve content that was offloaded from this conversation. Long outputs may be \
+shortened, and what was removed is replaced by a marker such as <<ctxzip:HASH NOTE>>, where HASH is 12 hex \
+characters and NOTE says what was removed (for example 1204_lines_offloaded). Call this tool with that HASH to get \
+the full original back. Large originals come back one window at a time, ending with a line that tells how to get \
+the next window. Use `query` to get only the lines that mention given words.";
+
+const HASH_DESCRIPTION: &str = "The marker's hash: 12 hex characters. The whole marker, any letter case, or a \
+unique prefix of at least 6 characters is also accepted.";
+
+const QUERY_DESCRIPTION: &str = "Optional. Whitespace-separated words; only lines containing at least one of \
+them (case-insensitive) are returned, with line numbers and a little surrounding context, lines matching more \
+words first. Wrap the whole query in double quotes to search for an exact phrase.";
+
+const OFFSET_DESCRIPTION: &str = "Optional. Where to start, in characters from the beginning of the original \
+(default 0); with `query`, how many matching lines to skip. The end of each window tells the offset of the next.";
+
+const LIMIT_DESCRIPTION: &str = "Optional. Maximum number of characters to return in this window (default and \
+upper bound: 16000).";
+
+/// The directive appended to `instructions` when the input carries a marker. Constant, so the instructions stay
+/// byte-stable across turns; short, because it rides along in every request of the conversation.
+pub const DIRECTIVE: &str = "## Offloaded context\n\
+Some long outputs in this conversation were shortened to save space. Where text was removed you will see a \
+marker like <<ctxzip:HASH NOTE>>; the note says how much was taken out. The visible part keeps errors and \
+representative content, so it is often all you need. When you need the exact data (a full listing, a precise \
+count, a line you cannot see), call the context_expand tool with the marker's hash; give it a query to get only \
+matching lines. If it reports that the content expired, run again the tool that produced the output.";
+
+/// The `context_expand` function tool in Responses API shape.
+///
+/// Built from constants with `json!` under `preserve_order`, so its serialization is identical on every call.
+/// `strict` is false because `query`, `offset` and `limit` are optional, which strict mode does not allow
+/// without nullable types.
+pub fn tool_definition() -> Value {
+    json!({
+        "type": "function",
+        "name": EXPAND_TOOL,
+        "description": TOOL_DESCRIPTION,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "hash": {"type": "string", "description": HASH_DESCRIPTION},
+                "query": {"type": "string", "description": QUERY_DESCRIPTION},
+                "offset": {"type": "integer", "minimum": 0, "description": OFFSET_DESCRIPTION},
+                "limit": {"type": "integer", "minimum": 1, "description": LIMIT_DESCRIPTION}
+            },
+            "required": ["hash"],
+            "additionalProperties": false
+        },
+        "strict": false
+    })
+}
+
+/// Existing instructions, a blank line, then [`DIRECTIVE`]; just the directive when there are none.
+///
+/// Idempotent: instructions that already contain the directive (a client replaying the rewritten body, or a
+/// second pass in the expand loop) come back unchanged, so the directive never appears twice.
+pub fn append_directive(instructions: Option<&str>) -> String {
+    match instructions {
+        None => DIRECTIVE.to_owned(),
+        Some(text) if text.trim().is_empty() => DIRECTIVE.to_owned(),
+        Some(text) if text.contains(DIRECTIVE) => text.to_owned(),
+        Some(text) => format!("{text}\n\n{DIRECTIVE}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definition_has_the_responses_shape() {
+        let def = tool_definition();
+        assert_eq!(def["type"], "function");
+        assert_eq!(def["name"], EXPAND_TOOL);
+        assert_eq!(def["strict"], false);
+        let params = &def["parameters"];
+        assert_eq!(params["type"], "object");
+        assert_eq!(params["required"], json!(["hash"]));
+        assert_eq!(params["additionalProperties"], false);
+        for (key, ty) in [
+            ("hash", "string"),
+            ("query", "string"),
+            ("offset", "integer"),
+            ("limit", "integer"),
+        ] {
+            assert_eq!(params["properties"][key]["type"], ty, "{key}");
+            assert!(
+                params["properties"][key]["description"].is_string(),
+                "{key}"
+            );
+        }
+        let keys: Vec<&String> = def
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(
+            keys,
+            ["type", "name", "description", "parameters", "strict"]
+        );
+    }
+
+    #[test]
+    fn definition_is_byte_identical_every_call() {
+        let first = serde_json::to_string(&tool_definition()).unwrap_or_default();
+        assert!(!first.is_empty());
+        for _ in 0..5 {
+            assert_eq!(
+                serde_json::to_string(&tool_definition()).unwrap_or_default(),
+                first
+            );
+        }
+        let props = r#""properties":{"hash":"#;
+        assert!(first.contains(props));
+        let order = ["\"hash\":{", "\"query\":{", "\"offset\":{", "\"limit\":{"];
+        let positions: Vec<usize> = order.iter().filter_map(|k| first.find(k)).collect();
+        assert_eq!(positions.len(), 4);
+        assert!(positions.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn directive_names_the_tool_and_the_marker() {
+        assert!(DIRECTIVE.contains(EXPAND_TOOL));
+        assert!(DIRECTIVE.contains("<<ctxzip:HASH NOTE>>"));
+        assert!(DIRECTIVE.contains("expired"));
+        assert!(DIRECTIVE.len() < 800);
+    }
+
+    #[test]
+    fn append_directive_to_nothing() {
+        assert_eq!(append_directive(None), DIRECTIVE);
+        assert_eq!(append_directive(Some("")), DIRECTIVE);
+        assert_eq!(append_directive(Some("  \n")), DIRECTIVE);
+    }
+
+    #[test]
+    fn append_directive_after_existing_text() {
+        let out = append_directive(Some("Be brief."));
+        assert_eq!(out, format!("Be brief.\n\n{DIRECTIVE}"));
+    }
+
+    #[test]
+    fn append_directive_is_idempotent() {
+        let once = append_directive(Some("Be brief."));
+        assert_eq!(append_directive(Some(&once)), once);
+        let bare = append_directive(None);
+        assert_eq!(append_directive(Some(&bare)), bare);
+    }
+}

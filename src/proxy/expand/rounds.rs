@@ -1,0 +1,236 @@
+//! The expand loop for JSON answers: answer the round's `context_expand` calls, ask again, return one response.
+//!
+//! The client receives the last round's response with `usage` summed over every round, no `context_expand` item,
+//! and the first round's id (remembered as an alias of the last round's, for `previous_response_id`). A response
+//! with no expand call is returned exactly as the upstream sent it. Client function calls made in the same round as
+//! an expand call are dropped from the follow-up input: the model re-issues what it still needs.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::inject::remember_alias;
+use crate::expand::merge;
+use crate::expand::tool::EXPAND_TOOL;
+use crate::proxy::auth::Caller;
+use crate::proxy::error::ProxyError;
+use crate::proxy::upstream::UpstreamResponse;
+use crate::proxy::{Clock, Outbound, forward, headers, relay, render_error};
+use crate::responses::{Input, Item, RequestBody};
+use crate::server::AppState;
+
+const ROUTE: &str = "responses";
+/// Largest upstream answer read into memory to look for expand calls.
+const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
+/// Everything a turn with expansion needs to make its rounds.
+pub struct Rounds {
+    pub state: Arc<AppState>,
+    pub caller: Caller,
+    /// The client's headers, without `Accept-Encoding`: the proxy must read the answers, so it asks for them plain.
+    pub client_headers: HeaderMap,
+    pub path_and_query: String,
+    pub request_id: String,
+    /// The request: first sent exactly as the stages left it; each follow-up appends to its input, so the bytes of
+    /// everything before stay as they were.
+    pub request: RequestBody,
+    pub extra_headers: Vec<(axum::http::HeaderName, HeaderValue)>,
+}
+
+impl Rounds {
+    pub fn new(
+        state: Arc<AppState>,
+        caller: Caller,
+        client_headers: &HeaderMap,
+        path_and_query: String,
+        request_id: String,
+        request: RequestBody,
+        extra_headers: Vec<(axum::http::HeaderName, HeaderValue)>,
+    ) -> Rounds {
+        let mut plain = client_headers.clone();
+        plain.remove(header::ACCEPT_ENCODING);
+        Rounds {
+            state,
+            caller,
+            client_headers: plain,
+            path_and_query,
+            request_id,
+            request,
+            extra_headers,
+        }
+    }
+
+    /// Sends the current request upstream.
+    pub async fn send(&self, clock: &mut Clock) -> Result<UpstreamResponse, ProxyError> {
+        let body = self.request.to_bytes();
+        let len = body.len();
+        forward(
+            &self.state,
+            ROUTE,
+            clock,
+            &self.caller,
+            Outbound {
+                method: axum::http::Method::POST,
+                path_and_query: &self.path_and_query,
+                client_headers: &self.client_headers,
+                body: reqwest::Body::from(body),
+                body_len: Some(len),
+            },
+        )
+        .await
+        .map_err(|e| e.into_proxy_error())
+    }
+
+    /// Answers the expand calls and turns the request into the next round's: input + the round's output + answers.
+    /// On the last allowed round the tool is no longer offered, so the model must answer.
+    pub async fn prepare_next(
+        &mut self,
+        round_output: &[Value],
+        calls: &[merge::ExpandCall],
+        next_round: usize,
+    ) {
+        let tenant = self.caller.tenant.as_str().to_string();
+        let mut answers = Vec::with_capacity(calls.len());
+        for call in calls {
+            let answer = self
+                .state
+                .expander
+                .answer(&tenant, &self.request_id, &call.arguments)
+                .await;
+            answers.push((call.call_id.clone(), answer.text));
+        }
+        let appended = merge::next_input(&[], round_output, EXPAND_TOOL, &answers);
+        let mut items = match self.request.take_items() {
+            Some(items) => items,
+            None => match self.request.input() {
+                Some(Input::Text(text)) => vec![Item::rewritten(
+                    serde_json::json!({"role":"user","content": text}),
+                )],
+                _ => Vec::new(),
+            },
+        };
+        items.extend(appended.into_iter().map(Item::rewritten));
+        self.request.replace_items(items);
+        if next_round >= self.state.expander.settings.max_rounds {
+            if let Some(Value::Array(mut tools)) = self.request.get("tools") {
+                tools.retain(|t| t.get("name").and_then(Value::as_str) != Some(EXPAND_TOOL));
+                self.request.set("tools", Value::Array(tools));
+            }
+        }
+        self.state.metrics.expand_rounds.inc();
+    }
+}
+
+/// Runs a JSON turn with expansion to its end.
+pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
+    let state = rounds.state.clone();
+    let method = axum::http::Method::POST;
+    let mut usages: Vec<Value> = Vec::new();
+    let mut first_id: Option<String> = None;
+    let mut round = 0usize;
+    loop {
+        let upstream = match rounds.send(&mut clock).await {
+            Ok(u) => u,
+            Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
+        };
+        let status = upstream.response.status();
+        if !status.is_success() {
+            return finish(
+                &state,
+                &clock,
+                relay(&state, upstream, rounds.extra_headers.clone()),
+                status.as_u16(),
+            );
+        }
+        let headers = headers::client_response_headers(upstream.response.headers());
+        let bytes = match read_all(&state, upstream).await {
+            Ok(b) => b,
+            Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
+        };
+        let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
+            return finish(
+                &state,
+                &clock,
+                respond(status, headers, bytes, &rounds.extra_headers),
+                status.as_u16(),
+            );
+        };
+        let real_id = answer
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let first = first_id.get_or_insert_with(|| real_id.clone()).clone();
+        usages.push(answer.get("usage").cloned().unwrap_or(Value::Null));
+        let calls = merge::expand_calls(&answer, EXPAND_TOOL);
+        if calls.is_empty() || round >= state.expander.settings.max_rounds {
+            remember_alias(
+                &state.expander,
+                &state.tasks,
+                rounds.caller.tenant.as_str(),
+                &first,
+                &real_id,
+            );
+            // The tool the proxy added is taken out of the echoed request too: the client never declared it.
+            let merged = merge::final_response(answer, &usages, &first, EXPAND_TOOL);
+            let body = Bytes::from(serde_json::to_vec(&merged).unwrap_or_default());
+            return finish(
+                &state,
+                &clock,
+                respond(status, headers, body, &rounds.extra_headers),
+                status.as_u16(),
+            );
+        }
+        round += 1;
+        let output = match answer.get("output") {
+            Some(Value::Array(items)) => items.clone(),
+            _ => Vec::new(),
+        };
+        rounds.prepare_next(&output, &calls, round).await;
+    }
+}
+
+fn finish(state: &AppState, clock: &Clock, response: Response, status: u16) -> Response {
+    state.metrics.observe_request(ROUTE, "POST", status);
+    state.metrics.observe_overhead(ROUTE, clock.overhead());
+    response
+}
+
+async fn read_all(state: &AppState, upstream: UpstreamResponse) -> Result<Bytes, ProxyError> {
+    let mut stream = state.upstream.relay(upstream.response);
+    let mut buf = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| ProxyError::UpstreamUnreachable(format!("reading the answer: {e}")))?;
+        if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(ProxyError::UpstreamUnreachable(
+                "answer larger than 64 MiB".into(),
+            ));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.freeze())
+}
+
+/// A response with the upstream's status and headers and a body ctxgate holds whole.
+fn respond(
+    status: axum::http::StatusCode,
+    mut headers: HeaderMap,
+    body: Bytes,
+    extra: &[(axum::http::HeaderName, HeaderValue)],
+) -> Response {
+    headers.remove(header::CONTENT_LENGTH);
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    for (k, v) in extra {
+        headers.insert(k.clone(), v.clone());
+    }
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}

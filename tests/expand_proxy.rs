@@ -1,0 +1,386 @@
+//! `context_expand` answered inside the proxy: the client sees one response (or one coherent stream) as if the
+//! model had never called a tool it does not know; the side endpoints serve the same originals per tenant.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use ctxgate::mock::MockHandle;
+use serde_json::{Value, json};
+
+fn corpus(name: &str) -> String {
+    let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
+    });
+    std::fs::read_to_string(format!("{dir}/{name}")).unwrap()
+}
+
+/// A conversation whose tool output will be compressed (so the input carries a marker).
+fn conversation(model: &str, stream: bool) -> Value {
+    json!({
+        "model": model,
+        "stream": stream,
+        "prompt_cache_key": "expand-thread",
+        "tools": [{"type":"function","name":"shell","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}],
+        "input": [
+            {"role":"user","content":"What failed in the build?"},
+            {"type":"function_call","call_id":"c1","name":"shell","arguments":"{\"cmd\":\"cargo build -vv\"}"},
+            {"type":"function_call_output","call_id":"c1","output": corpus("cargo_build_vv.log")}
+        ]
+    })
+}
+
+async fn post(proxy: &Proxy, body: &Value, key: &str) -> reqwest::Response {
+    client()
+        .post(proxy.v1("/responses"))
+        .header("authorization", format!("Bearer {key}"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+fn turn_requests(mock: &MockHandle) -> Vec<Value> {
+    mock.state
+        .received()
+        .iter()
+        .filter(|r| r.path == "/v1/responses")
+        .map(|r| r.json().unwrap())
+        .collect()
+}
+
+fn log_hash() -> String {
+    ctxgate::ctxzip::hash_of(&corpus("cargo_build_vv.log"))
+}
+
+#[tokio::test]
+async fn json_turn_with_an_expansion_returns_only_the_final_answer() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let resp = post(&proxy, &conversation("mock-expand", false), "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    let answer: Value = resp.json().await.unwrap();
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 2, "one expansion round");
+    // Round 1 offered the tool and the directive; round 2 carries the original as the tool's output.
+    let tools = sent[0]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[1]["name"], "context_expand");
+    assert!(
+        sent[0]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("context_expand")
+    );
+    let round2 = sent[1]["input"].as_array().unwrap();
+    let call = round2
+        .iter()
+        .find(|i| i["type"] == "function_call" && i["name"] == "context_expand")
+        .unwrap();
+    let output = round2
+        .iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == call["call_id"])
+        .unwrap();
+    let original = corpus("cargo_build_vv.log");
+    let text = output["output"].as_str().unwrap();
+    assert!(
+        original.starts_with(text.split("\n[ctxzip: ").next().unwrap()),
+        "a window of the original"
+    );
+    // The client's answer: no expand item, first round's id, usage summed over both rounds.
+    let items = answer["output"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["name"] != "context_expand"));
+    assert!(
+        answer["output"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Expanded content:")
+    );
+    let rounds_input: u64 = sent.iter().map(|r| (r.to_string().len() / 4) as u64).sum();
+    assert!(answer["usage"]["input_tokens"].as_u64().unwrap() >= rounds_input / 2);
+    let leaked = answer.to_string();
+    assert!(
+        !leaked.contains("context_expand"),
+        "the tool never reaches the client: {leaked}"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_hash_gets_the_miss_text_and_max_rounds_is_respected() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let resp = post(&proxy, &conversation("mock-expand-unknown", false), "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    let sent = turn_requests(&mock);
+    let round2 = sent[1]["input"].to_string();
+    assert!(
+        round2.contains("expired") || round2.contains("never existed"),
+        "{round2}"
+    );
+    mock.state.clear();
+
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.expand.max_rounds = Some(2);
+    let capped = start_proxy_with(opts).await;
+    let resp = post(&capped, &conversation("mock-expand-loop", false), "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 3, "the first round and two expansion rounds");
+    let offered = |r: &Value| {
+        r["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "context_expand"))
+    };
+    assert!(offered(&sent[0]) && offered(&sent[1]));
+    assert!(!offered(&sent[2]), "the last round is not offered the tool");
+    let answer: Value = resp.json().await.unwrap();
+    assert!(answer.to_string().find("context_expand").is_none());
+    proxy.stop().await;
+    capped.stop().await;
+}
+
+#[tokio::test]
+async fn a_mixed_round_drops_the_client_call_and_the_model_reissues() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let resp = post(&proxy, &conversation("mock-expand-mixed", false), "sk-a").await;
+    let answer: Value = resp.json().await.unwrap();
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 2);
+    let round2 = sent[1]["input"].as_array().unwrap();
+    let new_calls: Vec<&Value> = round2
+        .iter()
+        .skip(3)
+        .filter(|i| i["type"] == "function_call")
+        .collect();
+    assert_eq!(
+        new_calls.len(),
+        1,
+        "only the expand call is carried into the follow-up"
+    );
+    assert_eq!(new_calls[0]["name"], "context_expand");
+    assert!(
+        answer["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["type"] == "message")
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn tenants_cannot_reach_each_others_originals() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    // Tenant A's turn stores the original.
+    let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
+        .await
+        .bytes()
+        .await;
+    let hash = log_hash();
+    let get = |key: &'static str, path: String| {
+        let url = proxy.v1(&path);
+        async move {
+            client()
+                .get(url)
+                .header("authorization", format!("Bearer {key}"))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let own = get("sk-a", format!("/ctxzip/{hash}")).await;
+    assert_eq!(own.status(), 200);
+    let text = own.text().await.unwrap();
+    assert!(corpus("cargo_build_vv.log").starts_with(text.split("\n[ctxzip: ").next().unwrap()));
+    let other = get("sk-b", format!("/ctxzip/{hash}")).await;
+    assert_eq!(other.status(), 404);
+    let v: Value = other.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "original_not_found");
+    // A unique prefix of 6 works; with a query only matching lines come back.
+    let prefix = get("sk-a", format!("/ctxzip/{}", &hash[..6].to_uppercase())).await;
+    assert_eq!(prefix.status(), 200);
+    let grep = get("sk-a", format!("/ctxzip/{hash}?query=openssl"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(grep.to_lowercase().contains("openssl"));
+    let posted = client()
+        .post(proxy.v1("/ctxzip/expand"))
+        .header("authorization", "Bearer sk-a")
+        .body(
+            json!({"hash": format!("<<ctxzip:{hash} 5_lines_offloaded>>"), "limit": 100})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 200);
+    let v: Value = posted.json().await.unwrap();
+    assert_eq!(v["hash"], hash);
+    let posted_b = client()
+        .post(proxy.v1("/ctxzip/expand"))
+        .header("authorization", "Bearer sk-b")
+        .body(json!({"hash": hash}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted_b.status(), 404);
+
+    // In the loop too: tenant B's model asking for A's hash gets the miss text.
+    mock.state.clear();
+    let mut body = conversation("mock-expand", false);
+    body["input"][2]["output"] = json!(format!(
+        "<<ctxzip:{hash} 9_lines_offloaded>> copied from elsewhere"
+    ));
+    let _ = post(&proxy, &body, "sk-b").await.bytes().await;
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 2);
+    let answer = sent[1]["input"].as_array().unwrap().last().unwrap()["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        answer.contains("expired") || answer.contains("never existed"),
+        "{answer}"
+    );
+
+    let stats: Value = get("sk-a", "/ctxzip/stats".into())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(stats["totals"]["expansions"].as_u64().unwrap() >= 3);
+    assert!(stats["totals"]["expansion_misses"].as_u64().unwrap() >= 2);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let answer: Value = post(&proxy, &conversation("mock-expand", false), "sk-a")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let seen_id = answer["id"].as_str().unwrap().to_string();
+    let real_ids: Vec<String> = {
+        // Ask the mock what it answered in round 2: same request → same id (the mock is deterministic).
+        let sent = turn_requests(&mock);
+        let again: Value = client()
+            .post(format!("{}/responses", mock_url(&mock)))
+            .body(sent[1].to_string())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        vec![again["id"].as_str().unwrap().to_string()]
+    };
+    assert_ne!(seen_id, real_ids[0]);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await; // the alias is written in the background
+    mock.state.clear();
+    let follow = json!({"model":"mock-ok","previous_response_id": seen_id, "input":[{"role":"user","content":"thanks"}]});
+    let _ = post(&proxy, &follow, "sk-a").await.bytes().await;
+    let sent = turn_requests(&mock);
+    assert_eq!(sent[0]["previous_response_id"], real_ids[0]);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn injection_is_byte_identical_and_skipped_without_markers_or_with_tool_choice_none() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
+        .await
+        .bytes()
+        .await;
+    let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
+        .await
+        .bytes()
+        .await;
+    let rec = mock.state.received();
+    assert_eq!(
+        rec[0].body, rec[1].body,
+        "the same turn twice gives the same bytes"
+    );
+    let mut none = conversation("mock-ok", false);
+    none["tool_choice"] = json!("none");
+    let _ = post(&proxy, &none, "sk-a").await.bytes().await;
+    let plain = json!({"model":"mock-ok","input":[{"role":"user","content":"hi"}],"tools":[]});
+    let _ = post(&proxy, &plain, "sk-a").await.bytes().await;
+    let sent = turn_requests(&mock);
+    assert!(
+        sent[2]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "context_expand")
+    );
+    assert_eq!(sent[3]["tools"], json!([]));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    for model in ["mock-expand", "mock-expand-mixed"] {
+        mock.state.clear();
+        let resp = post(&proxy, &conversation(model, true), "sk-a").await;
+        assert_eq!(resp.status(), 200);
+        let text = resp.text().await.unwrap();
+        assert!(
+            !text.contains("context_expand"),
+            "{model}: the tool never reaches the client"
+        );
+        let events = sse_events(&text);
+        let kinds: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "response.created").count(),
+            1,
+            "{model}"
+        );
+        assert_eq!(
+            kinds
+                .iter()
+                .filter(|k| k.starts_with("response.completed"))
+                .count(),
+            1,
+            "{model}"
+        );
+        assert_eq!(*kinds.last().unwrap(), "response.completed", "{model}");
+        let seqs: Vec<i64> = events
+            .iter()
+            .map(|(_, v)| v["sequence_number"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seqs, (0..seqs.len() as i64).collect::<Vec<_>>(), "{model}");
+        let ids: std::collections::BTreeSet<String> = events
+            .iter()
+            .filter_map(|(_, v)| {
+                v.get("response")
+                    .and_then(|r| r["id"].as_str())
+                    .map(String::from)
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "{model}: one response id");
+        let terminal = &events.last().unwrap().1["response"];
+        let added: Vec<&Value> = events
+            .iter()
+            .filter(|(e, _)| e == "response.output_item.added")
+            .map(|(_, v)| &v["item"])
+            .collect();
+        assert_eq!(
+            terminal["output"].as_array().unwrap().len(),
+            added.len(),
+            "{model}"
+        );
+        assert_eq!(turn_requests(&mock).len(), 2, "{model}");
+    }
+    proxy.stop().await;
+}

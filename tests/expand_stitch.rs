@@ -1,0 +1,388 @@
+//! The stream stitcher against realistic multi-round SSE bodies: what the client
+//! sees must be one coherent response, whatever the chunking.
+
+#[path = "expand_stitch/fixtures.rs"]
+mod fixtures;
+
+use ctxgate::expand::merge;
+use ctxgate::expand::stitch::{Stitcher, Terminal};
+use fixtures::{It, Round, TOOL, body, bytewise, events, parse, run, stream, whole};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn two_rounds() -> (Round, Round) {
+    let r1 = Round::new(
+        "resp_1",
+        vec![
+            It::Reasoning("Need the élided lines"),
+            It::Message("Let me check ✓"),
+            It::Call(TOOL, r#"{"hash":"ab12","query":"error"}"#),
+        ],
+    );
+    let r2 = Round::new("resp_2", vec![It::Message("The answer is 42 — found it")]);
+    (r1, r2)
+}
+
+/// What the official SDKs check: lifecycle order, `sequence_number` 0..n,
+/// `output_index` consistent with `output_item.added` order, one response id, and
+/// a terminal whose output equals the streamed items. Returns the terminal response.
+fn check_client(events: &[Value], first_id: &str) -> Value {
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(types.first(), Some(&"response.created"));
+    assert_eq!(types.get(1), Some(&"response.in_progress"));
+    for once in ["response.created", "response.in_progress"] {
+        assert_eq!(types.iter().filter(|t| **t == once).count(), 1, "{once}");
+    }
+    let terminals = types.iter().filter(|t| {
+        t.starts_with("response.complete")
+            || t.starts_with("response.incomplete")
+            || t.starts_with("response.failed")
+    });
+    assert_eq!(terminals.count(), 1);
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter_map(|e| e["sequence_number"].as_u64())
+        .collect();
+    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    let mut output: Vec<Value> = Vec::new();
+    for e in events {
+        if let Some(id) = e.get("response").map(|r| &r["id"]) {
+            assert_eq!(id, first_id, "{}", e["type"]);
+        }
+        let Some(index) = e["output_index"].as_u64().map(|i| i as usize) else {
+            continue;
+        };
+        match e["type"].as_str() {
+            Some("response.output_item.added") => {
+                assert_eq!(index, output.len(), "added out of order");
+                output.push(e["item"].clone());
+            }
+            Some("response.output_item.done") => output[index] = e["item"].clone(),
+            _ => assert!(index < output.len(), "event for an unknown item"),
+        }
+    }
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(last["response"]["output"], Value::Array(output));
+    last["response"].clone()
+}
+
+#[test]
+fn two_rounds_look_like_one_response() {
+    let (r1, r2) = two_rounds();
+    let (client, ends) = run(&[stream(&r1, None), stream(&r2, None)], whole);
+    let text = String::from_utf8_lossy(&client);
+    assert!(!text.contains(TOOL), "expand tool leaked: {text}");
+    assert!(!text.contains("\"resp_2\""), "later response id leaked");
+    assert!(!text.contains("ab12"), "expand arguments leaked");
+
+    let events = parse(&client);
+    let response = check_client(&events, "resp_1");
+    let ids: Vec<&str> = response["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| i["id"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(ids, ["rs_resp_1_0", "msg_resp_1_1", "msg_resp_2_0"]);
+    let answer: Vec<u64> = events
+        .iter()
+        .filter(|e| e["item_id"] == "msg_resp_2_0")
+        .filter_map(|e| e["output_index"].as_u64())
+        .collect();
+    assert!(
+        !answer.is_empty() && answer.iter().all(|i| *i == 2),
+        "{answer:?}"
+    );
+    let deltas: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert_eq!(deltas, "Let me check ✓The answer is 42 — found it");
+
+    let (u1, u2) = (r1.usage, r2.usage);
+    assert_eq!(response["usage"]["input_tokens"], u1.0 + u2.0);
+    assert_eq!(response["usage"]["output_tokens"], u1.1 + u2.1);
+    assert_eq!(response["usage"]["total_tokens"], u1.0 + u1.1 + u2.0 + u2.1);
+    assert_eq!(
+        response["usage"]["input_tokens_details"]["cached_tokens"],
+        u1.0 / 2 + u2.0 / 2
+    );
+    assert_eq!(
+        response["usage"]["output_tokens_details"]["reasoning_tokens"],
+        6
+    );
+    assert_eq!(response["status"], "completed");
+
+    assert_eq!(ends.len(), 2);
+    assert_eq!(ends[0].terminal, Terminal::Completed);
+    assert_eq!(ends[0].expand_calls.len(), 1);
+    assert_eq!(ends[0].expand_calls[0].call_id, "call_resp_1_2");
+    assert_eq!(
+        ends[0].expand_calls[0].arguments,
+        r#"{"hash":"ab12","query":"error"}"#
+    );
+    assert_eq!(
+        ends[0].output.len(),
+        3,
+        "reasoning and expand call are replayed"
+    );
+    assert_eq!(ends[0].response_id.as_deref(), Some("resp_1"));
+    assert_eq!(ends[1].response_id.as_deref(), Some("resp_2"));
+    assert!(ends[1].expand_calls.is_empty());
+    let next = merge::next_input(
+        &[json!({"role": "user", "content": "q"})],
+        &ends[0].output,
+        TOOL,
+        &[("call_resp_1_2".into(), "lines".into())],
+    );
+    assert_eq!(next.len(), 5);
+}
+
+#[test]
+fn chunking_never_changes_the_client_stream() {
+    let (r1, r2) = two_rounds();
+    let bodies = [stream(&r1, None), stream(&r2, None)];
+    let (reference, _) = run(&bodies, whole);
+    assert_eq!(run(&bodies, bytewise).0, reference);
+    // Byte-by-byte above covers every boundary; two-way cuts add whole-chunk tails.
+    for cut in (0..=bodies[0].len()).step_by(7) {
+        let split = |b: &[u8]| -> Vec<Vec<u8>> {
+            let (x, y) = b.split_at(cut.min(b.len()));
+            vec![x.to_vec(), y.to_vec()]
+        };
+        let parts: Vec<Vec<Vec<u8>>> = bodies.iter().map(|b| split(b)).collect();
+        let mut st = Stitcher::new(TOOL);
+        let mut client = Vec::new();
+        for (n, round) in parts.iter().enumerate() {
+            if n > 0 {
+                st.begin_round();
+            }
+            round.iter().for_each(|p| client.extend(st.push(p)));
+            st.end_round();
+        }
+        client.extend(st.finish());
+        assert_eq!(client.concat(), reference, "cut at {cut}");
+    }
+}
+
+#[test]
+fn mixed_round_hides_its_client_calls() {
+    let r1 = Round::new(
+        "resp_1",
+        vec![
+            It::Message("Checking"),
+            It::Call("shell", r#"{"cmd":"ls /old"}"#),
+            It::Call(TOOL, r#"{"hash":"ab12"}"#),
+        ],
+    );
+    let r2 = Round::new("resp_2", vec![It::Call("shell", r#"{"cmd":"ls /new"}"#)]);
+    let (client, ends) = run(&[stream(&r1, None), stream(&r2, None)], bytewise);
+    let text = String::from_utf8_lossy(&client);
+    assert!(
+        !text.contains("/old") && !text.contains("fc_resp_1_1"),
+        "round-1 shell call leaked"
+    );
+    assert!(text.contains("/new"));
+    assert_eq!(ends[0].dropped_client_calls, 1);
+    assert_eq!(
+        ends[0].output.len(),
+        3,
+        "RoundEnd.output is the full output"
+    );
+    let next = merge::next_input(
+        &[],
+        &ends[0].output,
+        TOOL,
+        &[("call_resp_1_2".into(), "x".into())],
+    );
+    let kinds: Vec<&str> = next
+        .iter()
+        .map(|i| i["name"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["-", TOOL, "-"],
+        "shell call dropped from the follow-up input"
+    );
+    let response = check_client(&parse(&client), "resp_1");
+    let ids: Vec<&str> = response["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| i["id"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(ids, ["msg_resp_1_0", "fc_resp_2_0"]);
+}
+
+#[test]
+fn single_round_is_forwarded_byte_for_byte() {
+    for items in [
+        vec![It::Message("hello")],
+        vec![
+            It::Reasoning("hm"),
+            It::Message("a"),
+            It::Call("shell", "{}"),
+        ],
+    ] {
+        let mut r = Round::new("resp_only", items);
+        r.with_tool = false;
+        let body = stream(&r, None);
+        assert_eq!(run(std::slice::from_ref(&body), whole).0, body);
+        assert_eq!(run(std::slice::from_ref(&body), bytewise).0, body);
+        // With the injected tool echoed, only `tools` differs from upstream.
+        r.with_tool = true;
+        let (client, _) = run(&[stream(&r, None)], whole);
+        let mut upstream = parse(&stream(&r, None));
+        for e in &mut upstream {
+            if let Some(Value::Array(tools)) =
+                e.get_mut("response").and_then(|r| r.get_mut("tools"))
+            {
+                tools.retain(|t| t["name"] != TOOL);
+            }
+        }
+        assert_eq!(parse(&client), upstream);
+    }
+}
+
+#[test]
+fn truncated_round_ends_without_inventing_events() {
+    let (r1, r2) = two_rounds();
+    for cut in [3, 12] {
+        let body = stream(&r1, Some(cut));
+        let mut st = Stitcher::new(TOOL);
+        let mut client = st.push(&body[..body.len() - 5]).concat();
+        client.extend(st.push(&body[body.len() - 5..]).concat());
+        assert_eq!(st.end_round().terminal, Terminal::Missing);
+        assert!(st.finish().is_empty());
+        assert!(client.len() <= body.len());
+    }
+    // Cut in the second round: the first round's terminal is never shown either.
+    let (client, ends) = run(&[stream(&r1, None), stream(&r2, Some(6))], whole);
+    assert_eq!(ends[1].terminal, Terminal::Missing);
+    let types: Vec<Value> = parse(&client)
+        .into_iter()
+        .map(|e| e["type"].clone())
+        .collect();
+    assert!(!types.contains(&json!("response.completed")));
+}
+
+#[test]
+fn stopping_early_releases_held_calls() {
+    let r1 = Round::new(
+        "resp_1",
+        vec![It::Call("shell", "{}"), It::Call(TOOL, "{}")],
+    );
+    let mut st = Stitcher::new(TOOL);
+    let mut client = st.push(&stream(&r1, None));
+    let end = st.end_round();
+    assert_eq!((end.expand_calls.len(), end.dropped_client_calls), (1, 1));
+    client.extend(st.finish());
+    let response = check_client(&parse(&client.concat()), "resp_1");
+    assert_eq!(response["output"].as_array().map(Vec::len), Some(1));
+    assert_eq!(response["output"][0]["name"], "shell");
+}
+
+#[test]
+fn odd_events_pass_through() {
+    let r = Round::new("resp_1", vec![It::Call(TOOL, "{}")]);
+    let mut st = Stitcher::new(TOOL);
+    let mut client = st.push(&stream(&r, None));
+    st.end_round();
+    st.begin_round();
+    let extra = b": ping\n\nevent: weird\ndata: {not json\n\n\
+        event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_2\"}}\n\n\
+        event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"message\":\"boom\",\"ref\":\"resp_2\"}\n\n\
+        data: {\"type\":\"x.unknown\",\"sequence_number\":2}\n\n";
+    client.extend(st.push(extra));
+    assert_eq!(st.end_round().terminal, Terminal::Missing);
+    let text = String::from_utf8_lossy(&client.concat()).into_owned();
+    assert!(text.contains(": ping\n\nevent: weird\ndata: {not json\n\n"));
+    assert!(text.contains("event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"message\":\"boom\",\"ref\":\"resp_1\"}\n\n"));
+    assert!(text.ends_with("data: {\"type\":\"x.unknown\",\"sequence_number\":3}\n\n"));
+    assert_eq!(text.matches("event: response.created").count(), 1);
+}
+
+#[test]
+fn late_named_expand_call_is_still_hidden() {
+    let (r1, r2) = two_rounds();
+    // The expand call's name appears only in its `output_item.done` item.
+    let ev = events(&r1).into_iter().map(|(kind, mut payload)| {
+        if kind == "response.output_item.added" && payload["output_index"] == 2 {
+            payload["item"]["name"] = json!("");
+        }
+        (kind, payload)
+    });
+    let (client, ends) = run(&[body(ev), stream(&r2, None)], bytewise);
+    assert!(!String::from_utf8_lossy(&client).contains("ab12"));
+    assert_eq!(ends[0].expand_calls.len(), 1);
+    assert_eq!(
+        ends[0].expand_calls[0].arguments,
+        r#"{"hash":"ab12","query":"error"}"#
+    );
+    check_client(&parse(&client), "resp_1");
+}
+
+#[test]
+fn final_kind_and_done_sentinel_come_from_the_last_round() {
+    let (r1, mut r2) = two_rounds();
+    r2.outcome = "incomplete";
+    let done = b"data: [DONE]\n\n";
+    let bodies = [
+        [stream(&r1, None), done.to_vec()].concat(),
+        [stream(&r2, None), done.to_vec()].concat(),
+    ];
+    let (client, _) = run(&bodies, whole);
+    assert!(client.ends_with(done));
+    let text = String::from_utf8_lossy(&client);
+    assert_eq!(text.matches("[DONE]").count(), 1);
+    let events = parse(&client[..client.len() - done.len()]);
+    let response = check_client(&events, "resp_1");
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("response.incomplete"))
+    );
+    assert_eq!(response["status"], "incomplete");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_chunking_is_invisible(cuts in proptest::collection::vec(0usize..4000, 0..40)) {
+        let (r1, r2) = two_rounds();
+        let bodies = [stream(&r1, None), stream(&r2, None)];
+        let (reference, _) = run(&bodies, whole);
+        let chunker = |b: &[u8]| -> Vec<Vec<u8>> {
+            let mut at: Vec<usize> = cuts.iter().map(|c| c % (b.len() + 1)).collect();
+            at.extend([0, b.len()]);
+            at.sort_unstable();
+            at.windows(2).map(|w| b[w[0]..w[1]].to_vec()).collect()
+        };
+        let mut st = Stitcher::new(TOOL);
+        let mut client = Vec::new();
+        for (n, body) in bodies.iter().enumerate() {
+            if n > 0 { st.begin_round(); }
+            chunker(body).iter().for_each(|c| client.extend(st.push(c)));
+            st.end_round();
+        }
+        client.extend(st.finish());
+        prop_assert_eq!(client.concat(), reference);
+    }
+
+    #[test]
+    fn garbage_never_panics(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..16)) {
+        let mut st = Stitcher::new(TOOL);
+        for c in &chunks { st.push(c); }
+        st.end_round();
+        st.begin_round();
+        let prefix = b"data: {\"type\":\"response.output_item.added\",\"output_index\":99999999999,\"item\":{}}\n\n";
+        st.push(prefix);
+        for c in &chunks { st.push(c); }
+        st.end_round();
+        st.finish();
+    }
+}
