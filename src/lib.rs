@@ -9,6 +9,7 @@ pub mod ctxzip;
 pub mod expand;
 pub mod fold;
 pub mod mock;
+pub mod offline;
 pub mod proxy;
 pub mod responses;
 pub mod server;

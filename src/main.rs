@@ -26,6 +26,55 @@ enum Command {
     Serve(ServeArgs),
     /// Compress a file offline exactly as the proxy would, and show what the model would see.
     Compress(CompressArgs),
+    /// Print the original behind a marker, read from the store file.
+    Expand(ExpandCmd),
+    /// Savings totals, stored originals per tenant and keep-pattern suggestions, read from the store file.
+    Stats(StatsCmd),
+}
+
+#[derive(clap::Args)]
+struct StoreArgs {
+    /// Config file (its [store] path and [expand] settings apply).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Store file [default: the config's, data/ctxgate.redb].
+    #[arg(long)]
+    store: Option<String>,
+}
+
+impl StoreArgs {
+    fn config(&self) -> Result<Config, ctxgate::config::ConfigError> {
+        let mut raw = RawConfig::default();
+        raw.store.path = self.store.clone();
+        Config::load(self.config.as_deref(), &ProcessEnv, raw)
+    }
+}
+
+#[derive(clap::Args)]
+struct ExpandCmd {
+    /// The hash, its marker, or a unique prefix of at least 6 characters.
+    hash: String,
+    /// Only lines matching this query (with a little context).
+    #[arg(long)]
+    query: Option<String>,
+    #[arg(long)]
+    offset: Option<usize>,
+    #[arg(long)]
+    limit: Option<usize>,
+    /// The tenant id (as in the logs), when several tenants hold the same original.
+    #[arg(long)]
+    tenant: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(clap::Args)]
+struct StatsCmd {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(clap::Args)]
@@ -77,6 +126,34 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Compress(args) => compress(args),
+        Command::Expand(args) => offline(async move {
+            let config = args.store.config().map_err(|e| e.to_string())?;
+            let expand = ctxgate::expand::resolve::ExpandArgs {
+                hash: args.hash,
+                query: args.query,
+                offset: args.offset,
+                limit: args.limit,
+            };
+            ctxgate::offline::expand(
+                &config.store_path,
+                args.tenant.as_deref(),
+                &expand,
+                config.expand.max_chars,
+            )
+            .await
+            .map_err(|e| e.to_string())
+        }),
+        Command::Stats(args) => offline(async move {
+            let config = args.store.config().map_err(|e| e.to_string())?;
+            let stats = ctxgate::offline::stats(&config.store_path, &config.compress.keep_patterns)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(if args.json {
+                serde_json::to_string_pretty(&stats).unwrap_or_default() + "\n"
+            } else {
+                stats.to_text()
+            })
+        }),
     }
 }
 
@@ -110,6 +187,34 @@ fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => fail(&e),
         }
     })
+}
+
+/// Runs an offline command and prints its text.
+fn offline(work: impl std::future::Future<Output = Result<String, String>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    match runtime.block_on(work) {
+        Ok(text) => write_stdout(&text),
+        Err(e) => fail(&e),
+    }
+}
+
+fn write_stdout(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let mut out = text.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    match stdout.write_all(out.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
 }
 
 fn fail(e: &dyn std::fmt::Display) -> ExitCode {

@@ -148,6 +148,7 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    restore_totals(&state).await;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
     // SSE events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
@@ -184,6 +185,7 @@ pub async fn serve(
     {
         tracing::warn!("background store work did not finish within the grace period");
     }
+    persist_totals(&state).await;
     if let Err(e) = state.store.close().await {
         tracing::warn!(error = %e, "closing the store failed");
     }
@@ -211,6 +213,7 @@ fn spawn_sweeper(
                 Ok(n) => tracing::debug!(removed = n, "swept expired records"),
                 Err(e) => tracing::warn!(error = %e, "store sweep failed"),
             }
+            persist_totals(&state).await;
             let bounded = [Namespace::Originals, Namespace::Compressed];
             match state
                 .store
@@ -226,6 +229,47 @@ fn spawn_sweeper(
             }
         }
     })
+}
+
+/// Where the savings totals are kept across restarts (Counters namespace, no tenant: they are the instance's).
+pub const TOTALS_TENANT: &str = "";
+pub const TOTALS_KEY: &str = "savings_totals";
+
+/// Continues the savings totals of earlier runs.
+async fn restore_totals(state: &AppState) {
+    match state
+        .store
+        .get(Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, unix_now())
+        .await
+    {
+        Ok(Some(r)) => {
+            if let Ok(earlier) = serde_json::from_slice::<crate::telemetry::SavingsTotals>(&r.value)
+            {
+                state.metrics.savings.add(&earlier);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "could not read the savings totals of earlier runs"),
+    }
+}
+
+async fn persist_totals(state: &AppState) {
+    let totals = state.metrics.savings.totals();
+    let Ok(value) = serde_json::to_vec(&totals) else {
+        return;
+    };
+    let record = crate::store::Record {
+        value,
+        created_at: unix_now(),
+        expires_at: None,
+    };
+    if let Err(e) = state
+        .store
+        .put(Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, record)
+        .await
+    {
+        tracing::warn!(error = %e, "could not store the savings totals");
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

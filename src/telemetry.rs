@@ -56,7 +56,8 @@ pub struct Savings {
 }
 
 /// A copy of [`Savings`] at one moment.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SavingsTotals {
     pub compressions: u64,
     pub saved_tokens: u64,
@@ -66,6 +67,18 @@ pub struct SavingsTotals {
 }
 
 impl Savings {
+    /// Adds totals carried over from an earlier run (read back from the store at start).
+    pub fn add(&self, earlier: &SavingsTotals) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.compressions.fetch_add(earlier.compressions, Relaxed);
+        self.saved_tokens.fetch_add(earlier.saved_tokens, Relaxed);
+        self.wire_saved_tokens
+            .fetch_add(earlier.wire_saved_tokens, Relaxed);
+        self.expansions.fetch_add(earlier.expansions, Relaxed);
+        self.expansion_misses
+            .fetch_add(earlier.expansion_misses, Relaxed);
+    }
+
     pub fn totals(&self) -> SavingsTotals {
         use std::sync::atomic::Ordering::Relaxed;
         SavingsTotals {

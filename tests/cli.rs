@@ -66,3 +66,126 @@ fn compress_of_a_missing_file_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/file.txt"), "{err}");
 }
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+/// A compressible build log that mentions a domain identifier the operator may want to keep.
+fn log_with(token: &str, n: usize) -> String {
+    let mut log = String::new();
+    for i in 0..3000 {
+        log.push_str(&format!("   Compiling crate{i}-{n} v0.1.{i}\n"));
+    }
+    log.push_str(&format!("warning: {token} retried on worker {n}\n"));
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suggestions_stats_and_offline_expand_over_a_real_store() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store_path = dir.path().join("s.redb");
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.store_path = Some(store_path.clone());
+    let proxy = start_proxy_with(opts).await;
+    let mut hashes = Vec::new();
+    for n in 0..3 {
+        let log = log_with("PoolTimeoutError", n);
+        hashes.push(ctxgate::ctxzip::hash_of(&log));
+        let body = json!({"model":"mock-ok","input":[
+            {"role":"user","content":"why is it slow"},
+            {"type":"function_call","call_id":"c","name":"exec_command","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c","output": log}]});
+        let resp = client()
+            .post(proxy.v1("/responses"))
+            .header("authorization", "Bearer sk-cli")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["x-ctxgate-compressed"], "1");
+        // The model (here: a script) expands each original once, with a query that finds the token.
+        let expanded = client()
+            .post(proxy.v1("/ctxzip/expand"))
+            .header("authorization", "Bearer sk-cli")
+            .body(json!({"hash": hashes[n], "query": "retried"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(expanded.status(), 200);
+    }
+    // Suggestions are written in the background; give them a moment.
+    let mut stats = serde_json::Value::Null;
+    for _ in 0..50 {
+        stats = client()
+            .get(proxy.v1("/ctxzip/stats"))
+            .header("authorization", "Bearer sk-cli")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stats["suggestions"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let suggestions = stats["suggestions"].as_array().unwrap();
+    assert!(
+        suggestions
+            .iter()
+            .any(|s| s["pattern"] == "PoolTimeoutError" && s["expansions"] == 3),
+        "{stats}"
+    );
+    assert_eq!(stats["totals"]["compressions"], 3);
+    proxy.stop().await;
+
+    let store = store_path.to_str().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["expand", &hashes[1][..8], "--store", &store])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(log_with("PoolTimeoutError", 1).starts_with(text.split("\n[ctxzip: ").next().unwrap()));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["stats", "--json", "--store", &store])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["totals"]["compressions"], 3,
+        "totals survive the restart of the process"
+    );
+    assert!(v["totals"]["expansions"].as_u64().unwrap() >= 3);
+    let tenant = v["tenants"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(tenant["originals"], 3);
+    assert_eq!(tenant["suggestions"][0]["pattern"], "PoolTimeoutError");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["expand", "ffffffffffff", "--store", &store])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("expired") || err.contains("never existed"),
+        "{err}"
+    );
+}

@@ -111,7 +111,15 @@ fn is_identifier(token: &str) -> bool {
     }
     let lower = token.to_ascii_lowercase();
     let hex = bytes.iter().all(u8::is_ascii_hexdigit) && bytes.iter().any(u8::is_ascii_digit);
+    // Version numbers (`v0.1.99`, `V2`) change with every build: never a domain word.
+    let version = matches!(first, b'v' | b'V') && bytes.get(1).is_some_and(u8::is_ascii_digit);
+    // A dotted token whose letters are fewer than its digits is a number in disguise (`x1.2.3`, `a1.22.333`).
+    let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
+    let alphas = bytes.iter().filter(|b| b.is_ascii_alphabetic()).count();
+    let numeric_path = token.contains('.') && digits > alphas;
     if hex
+        || version
+        || numeric_path
         || STOP_WORDS.contains(&lower.as_str())
         || lower.contains("ctxzip")
         || lower.ends_with("_offloaded")

@@ -19,7 +19,7 @@ fn tokens_that_look_like_identifiers() {
         "getUser",
         "HTTPServer",
         "E2BIG",
-        "v1.2.3",
+        // Version numbers are not domain words (see `version_numbers_are_not_candidates`).
         // Non-ASCII letters split tokens: "naïveCamel" yields "veCamel".
         "veCamel",
     ];
@@ -214,4 +214,16 @@ fn deserialization_is_version_tolerant() {
     assert_eq!(stat, Some(PatternStat::default()));
     let empty: Option<SuggestionBook> = serde_json::from_str("{}").ok();
     assert_eq!(empty.map(|b| b.len()), Some(0));
+}
+
+#[test]
+fn version_numbers_are_not_candidates() {
+    let tokens = candidate_tokens("Compiling tokio v1.40.0 and a1.22.333 with PoolTimeout");
+    assert!(
+        !tokens
+            .iter()
+            .any(|t| t.starts_with("v1") || t.starts_with("a1")),
+        "{tokens:?}"
+    );
+    assert!(tokens.iter().any(|t| t == "PoolTimeout"));
 }

@@ -124,7 +124,8 @@ impl Expander {
         match self.find(tenant, &args.hash).await {
             Ok(FindResult::Found { hash, tool, text }) => {
                 let out = window::render(&text, args, self.settings.max_chars, &hash);
-                self.after_hit(tenant, &hash, &tool, &text);
+                // Suggestions count what the model was shown (the window), not the whole original.
+                self.after_hit(tenant, &hash, &tool, &out);
                 self.account(tenant, request_id, Some(hash), out, true)
             }
             Ok(FindResult::Ambiguous(p, c)) => self.account(
