@@ -109,6 +109,7 @@ async fn run_turn(rig: &Rig, body: &Bytes) -> (Bytes, Vec<(String, String)>) {
         body: RequestBody::parse(body.clone()).unwrap(),
         client_headers: headers,
         response_headers: Vec::new(),
+        expand_active: false,
     };
     run_stages(&state.stages, &mut turn, |_| {}).await.unwrap();
     let headers = turn
