@@ -370,6 +370,15 @@ async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
             .collect();
         assert_eq!(ids.len(), 1, "{model}: one response id");
         let terminal = &events.last().unwrap().1["response"];
+        let created = &events
+            .iter()
+            .find(|(e, _)| e == "response.created")
+            .unwrap()
+            .1["response"];
+        assert_eq!(
+            created["created_at"], terminal["created_at"],
+            "{model}: one response, one creation time"
+        );
         let added: Vec<&Value> = events
             .iter()
             .filter(|(e, _)| e == "response.output_item.added")

@@ -100,8 +100,7 @@ async fn openai_python_sdk_across_an_expand_round() {
         assert!(stdout.contains(line), "{line} missing:\n{stdout}");
     }
     // Group what the mock received by the script's per-case `prompt_cache_key`.
-    let mut rounds: std::collections::BTreeMap<String, Vec<serde_json::Value>> =
-        Default::default();
+    let mut rounds: std::collections::BTreeMap<String, Vec<serde_json::Value>> = Default::default();
     for r in mock.state.received() {
         if r.path == "/v1/responses" {
             let body = r.json().unwrap();
@@ -144,6 +143,11 @@ async fn openai_python_sdk_across_an_expand_round() {
             );
         }
     }
-    assert_eq!(rounds.values().map(Vec::len).sum::<usize>(), 12, "{:?}", rounds.keys());
+    assert_eq!(
+        rounds.values().map(Vec::len).sum::<usize>(),
+        12,
+        "{:?}",
+        rounds.keys()
+    );
     proxy.stop().await;
 }

@@ -86,6 +86,8 @@ pub struct Stitcher {
     /// Next client `sequence_number`.
     seq: u64,
     first_id: Option<String>,
+    /// The first round's `created_at`: the one response the client sees was created then.
+    first_created: Option<Value>,
     /// Response ids of later rounds, replaced by `first_id` wherever they appear.
     later_ids: Vec<String>,
     /// Final form of every client-visible item, by client output index.
@@ -105,6 +107,7 @@ impl Stitcher {
             round_no: 0,
             seq: 0,
             first_id: None,
+            first_created: None,
             later_ids: Vec::new(),
             client_items: Vec::new(),
             usages: Vec::new(),

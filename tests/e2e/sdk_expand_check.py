@@ -131,7 +131,9 @@ def without_sdk_parsed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for item in items:
         item = dict(item)
         if isinstance(item.get("content"), list):
-            item["content"] = [{k: v for k, v in part.items() if not (k == "parsed" and v is None)} for part in item["content"]]
+            item["content"] = [
+                {k: v for k, v in part.items() if not (k == "parsed" and v is None)} for part in item["content"]
+            ]
         out.append(item)
     return out
 
@@ -158,14 +160,22 @@ def check_stream(events: list[Any], model: str, what: str) -> Response:
         idx = getattr(e, "output_index", None)
         expect(idx is not None, f"{what}: {e.type} #{e.sequence_number} has no output_index")
         if e.type == "response.output_item.added":
-            expect(idx == len(added), f"{what}: output_item.added #{e.sequence_number} output_index {idx}, expected {len(added)}")
+            expect(
+                idx == len(added),
+                f"{what}: output_item.added #{e.sequence_number} output_index {idx}, expected {len(added)}",
+            )
             added.append(e.item)
             continue
-        expect(idx < len(added), f"{what}: {e.type} #{e.sequence_number} output_index {idx} before its output_item.added")
+        expect(
+            idx < len(added), f"{what}: {e.type} #{e.sequence_number} output_index {idx} before its output_item.added"
+        )
         expect(idx not in done, f"{what}: {e.type} #{e.sequence_number} output_index {idx} after its output_item.done")
         item_id = getattr(e, "item_id", None)
         if item_id is not None:
-            expect(item_id == added[idx].id, f"{what}: {e.type} #{e.sequence_number} item_id {item_id} != {added[idx].id}")
+            expect(
+                item_id == added[idx].id,
+                f"{what}: {e.type} #{e.sequence_number} item_id {item_id} != {added[idx].id}",
+            )
         if e.type == "response.output_item.done":
             expect(e.item.id == added[idx].id, f"{what}: output_item.done #{e.sequence_number} item id {e.item.id}")
             done[idx] = e.item
@@ -183,13 +193,18 @@ def check_stream(events: list[Any], model: str, what: str) -> Response:
     return final
 
 
+def expect_compressed(http_response: Any, what: str) -> None:
+    """ctxgate's accounting header: the log rode compressed, so `context_expand` was offered."""
+    compressed = http_response.headers.get("x-ctxgate-compressed")
+    expect(compressed not in (None, "", "0"), f"{what}: x-ctxgate-compressed {compressed!r}: nothing was compressed")
+
+
 def check_create(client: OpenAI) -> None:
     for model in MODELS:
         what = f"create {model}"
         raw = client.responses.with_raw_response.create(**request(model, case_key("create", model)))
         expect(raw.http_response.status_code == 200, f"{what}: status {raw.http_response.status_code}")
-        compressed = raw.http_response.headers.get("x-ctxgate-compressed")
-        expect(compressed not in (None, "", "0"), f"{what}: x-ctxgate-compressed {compressed!r}: the log was not compressed")
+        expect_compressed(raw.http_response, what)
         body = raw.http_response.text
         no_expand_trace(body, what)
         strict(Response, json.loads(body), what)
@@ -202,8 +217,7 @@ def check_create_stream(client: OpenAI) -> None:
         what = f"create(stream=True) {model}"
         raw = client.responses.with_raw_response.create(**request(model, case_key("stream", model)), stream=True)
         expect(raw.http_response.status_code == 200, f"{what}: status {raw.http_response.status_code}")
-        compressed = raw.http_response.headers.get("x-ctxgate-compressed")
-        expect(compressed not in (None, "", "0"), f"{what}: x-ctxgate-compressed {compressed!r}: the log was not compressed")
+        expect_compressed(raw.http_response, what)
         events = list(raw.parse())
         check_stream(events, model, what)
     print("ok   create(stream=True) (mock-expand, mock-expand-mixed)")

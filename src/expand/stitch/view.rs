@@ -24,7 +24,13 @@ impl Stitcher {
             self.round.id = Some(id.to_owned());
         }
         match &self.first_id {
-            None => self.first_id = Some(id.to_owned()),
+            None => {
+                self.first_id = Some(id.to_owned());
+                self.first_created = obj
+                    .get("response")
+                    .and_then(|r| r.get("created_at"))
+                    .cloned();
+            }
             Some(first) if first != id && !self.later_ids.iter().any(|l| l == id) => {
                 self.later_ids.push(id.to_owned());
             }
@@ -50,6 +56,11 @@ impl Stitcher {
         if let Some(Value::Object(response)) = obj.get_mut("response") {
             if let (Some(first), true) = (&self.first_id, response.contains_key("id")) {
                 changed |= set(response, "id", Value::String(first.clone()));
+            }
+            if let (Some(created), true) =
+                (&self.first_created, response.contains_key("created_at"))
+            {
+                changed |= set(response, "created_at", created.clone());
             }
             changed |= merge::strip_expand_tool(response, &self.tool);
         }

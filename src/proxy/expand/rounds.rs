@@ -132,6 +132,7 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
     let method = axum::http::Method::POST;
     let mut usages: Vec<Value> = Vec::new();
     let mut first_id: Option<String> = None;
+    let mut first_created: Option<Value> = None;
     let mut round = 0usize;
     loop {
         let upstream = match rounds.send(&mut clock).await {
@@ -166,6 +167,9 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
             .unwrap_or("")
             .to_string();
         let first = first_id.get_or_insert_with(|| real_id.clone()).clone();
+        let created = first_created
+            .get_or_insert_with(|| answer.get("created_at").cloned().unwrap_or(Value::Null))
+            .clone();
         usages.push(answer.get("usage").cloned().unwrap_or(Value::Null));
         let calls = merge::expand_calls(&answer, EXPAND_TOOL);
         if calls.is_empty() || round >= state.expander.settings.max_rounds {
@@ -177,7 +181,11 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
                 &real_id,
             );
             // The tool the proxy added is taken out of the echoed request too: the client never declared it.
-            let merged = merge::final_response(answer, &usages, &first, EXPAND_TOOL);
+            let mut merged = merge::final_response(answer, &usages, &first, EXPAND_TOOL);
+            // One response, created when the first round was.
+            if let (Some(obj), false) = (merged.as_object_mut(), created.is_null()) {
+                obj.insert("created_at".into(), created);
+            }
             let body = Bytes::from(serde_json::to_vec(&merged).unwrap_or_default());
             return finish(
                 &state,
