@@ -328,3 +328,56 @@ async fn savings_are_counted_per_compression_and_per_wire_use() {
     );
     proxy.stop().await;
 }
+
+#[tokio::test]
+async fn a_marker_still_carried_keeps_its_original_alive() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store_path = dir.path().join("s.redb");
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.store_path = Some(store_path.clone());
+    opts.raw.compress.ttl_secs = Some(600);
+    let proxy = start_proxy_with(opts).await;
+    let items = transcript(1);
+    let hash = ctxgate::ctxzip::hash_of(&corpus(OUTPUTS[0]));
+    let tenant = ctxgate::proxy::auth::Tenant::from_credential(b"Bearer sk-ttl");
+    let expiry = || async {
+        proxy
+            .state
+            .store
+            .get(
+                ctxgate::store::Namespace::Originals,
+                tenant.as_str(),
+                &hash,
+                0,
+            )
+            .await
+            .unwrap()
+            .unwrap()
+            .expires_at
+            .unwrap()
+    };
+    let _ = send(&proxy, &items, "Bearer sk-ttl").await;
+    let first = expiry().await;
+    let now = ctxgate::store::unix_now();
+    assert!(first >= now + 599 && first <= now + 600);
+    // A later request still carrying the marker moves the expiry to at least TTL after it (unix seconds: the
+    // second request must fall in a later second to be told apart).
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let _ = send(&proxy, &items, "Bearer sk-ttl").await;
+    let later = ctxgate::store::unix_now();
+    let mut refreshed = first;
+    for _ in 0..50 {
+        refreshed = expiry().await;
+        if refreshed > first {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        refreshed >= later + 600,
+        "expiry {refreshed} not refreshed past {}",
+        later + 600
+    );
+    proxy.stop().await;
+}

@@ -30,6 +30,8 @@ pub const EXPAND_TOOL: &str = "context_expand";
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
 const MEMO_CAPACITY: usize = 50_000;
+/// At most this much past the TTL is added when an original's expiry is refreshed.
+const REFRESH_SLACK_MAX_SECS: u64 = 60;
 
 /// One marker an item carries: the original's hash and what it saves.
 #[derive(Debug, Clone)]
@@ -328,17 +330,19 @@ impl CompressStage {
         Ok(rewritten.map(|value| Compression { value, markers }))
     }
 
-    /// Moves the expiry of originals still in use forward, in the background, once less than half their
-    /// lifetime remains.
+    /// Moves the expiry of originals still in use forward, in the background: a marker that reaches the model stays
+    /// expandable for at least the TTL after the last request that carried it. The new expiry has a little slack
+    /// so that a conversation's every turn does not cost a store write.
     fn refresh(&self, tenant: &str, anchor_key: &str, markers: &[MarkerUse]) {
         let ttl = self.settings.ttl.as_secs();
+        let slack = (ttl / 10).clamp(1, REFRESH_SLACK_MAX_SECS);
         let now = unix_now();
         let mut due = Vec::new();
         for m in markers {
             let key = key_of(&[tenant.as_bytes(), m.hash.as_bytes()]);
             let expiry = self.expiries.get(key).unwrap_or(0);
-            if expiry < now + ttl / 2 {
-                self.expiries.insert(key, now + ttl);
+            if expiry < now + ttl {
+                self.expiries.insert(key, now + ttl + slack);
                 due.push(m.hash.clone());
             }
         }
@@ -352,7 +356,7 @@ impl CompressStage {
         );
         self.tasks.spawn(async move {
             for hash in due {
-                let expires = Some(now + ttl);
+                let expires = Some(now + ttl + slack);
                 let results = [
                     store
                         .touch(Namespace::Originals, &tenant, &hash, expires, now)

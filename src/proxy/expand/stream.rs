@@ -41,7 +41,13 @@ pub async fn run_stream(mut rounds: Rounds, mut clock: Clock) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !status.is_success() || !is_sse {
+    // An encoded body (the upstream ignored the plain Accept-Encoding) cannot be read, so it is only relayed.
+    let encoded = first
+        .response
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if !status.is_success() || !is_sse || encoded {
         let response = relay(&state, first, rounds.extra_headers.clone());
         state
             .metrics
