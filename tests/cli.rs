@@ -3,13 +3,6 @@
 
 use std::process::Command;
 
-fn corpus_file(name: &str) -> String {
-    let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
-    });
-    format!("{dir}/{name}")
-}
-
 #[test]
 fn compress_prints_what_the_model_would_see_and_its_stats() {
     let file = corpus_file("cargo_build_vv.log");

@@ -99,14 +99,7 @@ async fn unreachable_upstream_is_502() {
     assert_eq!(v["error"]["code"], "upstream_unreachable");
     let (status, _) = error_of(client().get(proxy.v1("/models")).send().await.unwrap()).await;
     assert_eq!(status, 502);
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics.contains("ctxgate_upstream_errors_total{kind=\"connect\"}"),
         "{metrics}"

@@ -8,13 +8,6 @@ use common::*;
 use ctxgate::mock::MockHandle;
 use serde_json::{Value, json};
 
-fn corpus(name: &str) -> String {
-    let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
-    });
-    std::fs::read_to_string(format!("{dir}/{name}")).unwrap()
-}
-
 /// A conversation whose tool output will be compressed (so the input carries a marker).
 fn conversation(model: &str, stream: bool) -> Value {
     json!({

@@ -429,14 +429,7 @@ async fn server_side_history_and_opt_outs_pass_through() {
             .iter()
             .all(|b| b["model"] != "mock-summary")
     );
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(!metrics.contains("ctxgate_folds_total{outcome=\"applied\"}"));
     proxy.stop().await;
 }
@@ -469,14 +462,7 @@ async fn the_client_gets_the_upstream_answer_unchanged_and_metrics_count_folds()
         .await
         .unwrap();
     assert_eq!(got, direct);
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics.contains("ctxgate_folds_total{outcome=\"applied\"} 1"),
         "{metrics}"

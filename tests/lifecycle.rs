@@ -45,14 +45,7 @@ async fn health_ready_and_metrics() {
         .unwrap()
         .bytes()
         .await;
-    let text = c
-        .get(format!("{}/metrics", proxy.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = proxy.metrics().await;
     assert!(
         text.contains(
             "ctxgate_requests_total{route=\"responses\",method=\"POST\",status=\"200\"} 1"

@@ -9,13 +9,6 @@ use ctxgate::mock::MockHandle;
 use ctxgate::store::redb::RedbStore;
 use serde_json::{Value, json};
 
-fn corpus(name: &str) -> String {
-    let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
-    });
-    std::fs::read_to_string(format!("{dir}/{name}")).unwrap()
-}
-
 const OUTPUTS: [&str; 5] = [
     "cargo_build_vv.log",
     "grep_fn_poll.txt",
@@ -279,14 +272,7 @@ async fn a_store_that_cannot_be_written_leaves_items_verbatim_and_the_turn_goes_
         mock.state.received().last().unwrap().body.as_ref(),
         body.as_bytes()
     );
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics.contains("ctxgate_compress_skipped_total{reason=\"store_failed\"} 1"),
         "{metrics}"
@@ -306,14 +292,7 @@ async fn savings_are_counted_per_compression_and_per_wire_use() {
         .parse()
         .unwrap();
     let _ = send(&proxy, &items, "Bearer sk-s").await;
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics.contains("ctxgate_compressions_total{kind=\"log\"} 1"),
         "{metrics}"

@@ -128,3 +128,30 @@ pub fn sse_events(body: &str) -> Vec<(String, serde_json::Value)> {
         })
         .collect()
 }
+
+/// The corpus directory: `$CTXGATE_CORPUS`, else `../shared/corpus/tool_outputs` next to the crate.
+pub fn corpus_file(name: &str) -> String {
+    let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
+    });
+    format!("{dir}/{name}")
+}
+
+/// One real tool output from the corpus.
+pub fn corpus(name: &str) -> String {
+    std::fs::read_to_string(corpus_file(name)).unwrap()
+}
+
+impl Proxy {
+    /// The Prometheus text of `/metrics`.
+    pub async fn metrics(&self) -> String {
+        client()
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+}
