@@ -12,6 +12,8 @@
 #   BENCH_MODES="json sse"     modes from {json, sse},
 #   BENCH_CONNS="1 32"         concurrencies (1..1000)
 #   BENCH_NGINX_WORKERS=auto nginx worker_processes (auto = one per core, like ctxgate's tokio runtime)
+#   BENCH_BYPASS=0           1 sends x-ctxgate-bypass: 1, so ctxgate's stages (compression, ...) leave the body alone
+#                            and the upstream gets the same bytes through every target: the hop's cost alone
 #   BENCH_OUT=target/bench_load.md   the table; the raw per-run results go next to it as .tsv
 #   BENCH_KEEP_TMP=1         keep the temp dir (bodies, configs, logs); it is always kept on failure
 #   CARGO_TARGET_DIR         where the release binaries are built, as cargo itself reads it
@@ -32,6 +34,7 @@ BENCH_SIZES=${BENCH_SIZES:-10k 1m}
 BENCH_MODES=${BENCH_MODES:-json sse}
 BENCH_CONNS=${BENCH_CONNS:-1 32}
 BENCH_NGINX_WORKERS=${BENCH_NGINX_WORKERS:-auto}
+BENCH_BYPASS=${BENCH_BYPASS:-0}
 BENCH_OUT=${BENCH_OUT:-$ROOT/target/bench_load.md}
 # A relative BENCH_OUT is taken relative to where the script was called from, not the repo root.
 [[ $BENCH_OUT == /* ]] || BENCH_OUT=$ORIG_PWD/$BENCH_OUT
@@ -58,6 +61,8 @@ for c in "${CONNS[@]}"; do
   in_range "$c" 1 1000 || die "BENCH_CONNS: '$c' is not in 1..1000"
 done
 [[ $BENCH_NGINX_WORKERS == auto ]] || is_uint "$BENCH_NGINX_WORKERS" || die "BENCH_NGINX_WORKERS: auto or a number"
+[[ $BENCH_BYPASS == 0 || $BENCH_BYPASS == 1 ]] || die "BENCH_BYPASS must be 0 or 1"
+export BENCH_BYPASS # read by post.lua
 ((${#SIZES[@]} && ${#MODES[@]} && ${#CONNS[@]})) || die "empty BENCH_SIZES, BENCH_MODES or BENCH_CONNS"
 
 # --- tools -----------------------------------------------------------------------------------------------------
@@ -228,6 +233,28 @@ run_wrk() {
   fi
 }
 
+# What the upstream receives through ctxgate: its stages may rewrite the body (compression shrinks large tool
+# outputs), and then the mock does less work behind ctxgate than behind the other two targets. One probe request
+# per body, its size as the mock recorded it, goes into the report next to the size sent.
+UPSTREAM=$TMP/upstream.tsv
+printf 'size\tmode\tsent\treceived\n' >"$UPSTREAM"
+for size in "${SIZES[@]}"; do
+  for mode in "${MODES[@]}"; do
+    clear_mock
+    bypass=()
+    ((BENCH_BYPASS == 0)) || bypass=(-H 'x-ctxgate-bypass: 1')
+    curl -fsS -o /dev/null --max-time 30 "$GATE_URL/v1/responses" -H 'content-type: application/json' \
+      -H 'authorization: Bearer sk-bench' "${bypass[@]}" --data-binary "@$TMP/$size-$mode.json" ||
+      die "probe through ctxgate failed ($size $mode)"
+    received=$(curl -fsS --max-time 30 "$MOCK_URL/__mock/requests" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+reqs = d if isinstance(d, list) else d.get("requests", [])
+print(sum(r.get("body_len", 0) for r in reqs if r.get("path") == "/v1/responses"))')
+    printf '%s\t%s\t%s\t%s\n' "$size" "$mode" "$(wc -c <"$TMP/$size-$mode.json")" "$received" >>"$UPSTREAM"
+  done
+done
+
 RESULTS=$TMP/results.tsv
 printf 'round\tsize\tmode\tconns\ttarget\trequests\tseconds\trps\tp50_us\tp99_us\tcpu_us_per_req\n' >"$RESULTS"
 
@@ -328,14 +355,20 @@ REPORT=$TMP/report.md
     "(worker_processes $BENCH_NGINX_WORKERS = $NGINX_WORKER_COUNT), $(rustc --version 2>/dev/null || echo rustc ?)"
   rounds="1 round"
   ((BENCH_ROUNDS == 1)) || rounds="$BENCH_ROUNDS rounds (figures are medians over the rounds)"
+  if ((BENCH_BYPASS)); then
+    echo "- ctxgate stages: bypassed (x-ctxgate-bypass: 1 on every request): the hop alone"
+  else
+    echo "- ctxgate stages: as configured (config/ctxgate.toml); see the upstream-bytes column for rewritten bodies"
+  fi
   echo "- runs: ${BENCH_SECONDS} s each after a ${BENCH_WARMUP} s warm-up per target, $rounds;" \
     "wrk -t1 at c=1, -t2 above; bodies 10 KB = 10240 B, 1 MB = 1048576 B; mock latency 0"
   echo
-  python3 "$BENCH_DIR/report.py" "$RESULTS"
+  python3 "$BENCH_DIR/report.py" "$RESULTS" "$UPSTREAM"
 } >"$REPORT"
 
 mkdir -p "$(dirname "$BENCH_OUT")"
 cp "$REPORT" "$BENCH_OUT"
 cp "$RESULTS" "${BENCH_OUT%.md}.tsv"
+cp "$UPSTREAM" "${BENCH_OUT%.md}.upstream.tsv"
 cat "$REPORT"
 log "written: $BENCH_OUT (raw runs: ${BENCH_OUT%.md}.tsv)"

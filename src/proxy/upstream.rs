@@ -122,31 +122,105 @@ impl Upstream {
     }
 }
 
+/// Largest run of already-arrived chunks joined into one write to the client.
+const COALESCE_MAX: usize = 64 * 1024;
+
+/// What the relay does next: read on, hand over an error it met while joining chunks, or stop.
+enum RelayState<S> {
+    Reading(std::pin::Pin<Box<S>>),
+    Failed(std::io::Error),
+    Done,
+}
+
 /// Wraps a byte stream so that each chunk must arrive within `idle` of the previous one.
+///
+/// Chunks that have already arrived are joined into one (up to 64 KiB) before they are handed on: an upstream that
+/// writes each SSE event as its own chunk would otherwise cost one write to the client per event. Nothing waits for
+/// more data to join, so no delay is added.
 pub fn idle_guarded<S, E>(inner: S, idle: Duration) -> BodyStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display,
 {
-    let inner = Box::pin(inner);
+    use futures_util::FutureExt;
+    let state = RelayState::Reading(Box::pin(inner));
     Box::pin(futures_util::stream::unfold(
-        Some(inner),
+        state,
         move |state| async move {
-            let mut inner = state?;
-            match tokio::time::timeout(idle, inner.next()).await {
-                Err(_) => Some((
-                    Err(std::io::Error::new(
+            let mut inner = match state {
+                RelayState::Reading(inner) => inner,
+                RelayState::Failed(e) => return Some((Err(e), RelayState::Done)),
+                RelayState::Done => return None,
+            };
+            let first = match tokio::time::timeout(idle, inner.next()).await {
+                Err(_) => {
+                    let e = std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         format!("upstream idle for {idle:?}"),
-                    )),
-                    None,
-                )),
-                Ok(None) => None,
-                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(inner))),
-                Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), None)),
+                    );
+                    return Some((Err(e), RelayState::Done));
+                }
+                Ok(None) => return None,
+                Ok(Some(Err(e))) => {
+                    return Some((Err(std::io::Error::other(e.to_string())), RelayState::Done));
+                }
+                Ok(Some(Ok(chunk))) => chunk,
+            };
+            let mut joined: Option<bytes::BytesMut> = None;
+            let mut next_state = None;
+            while joined.as_ref().map_or(first.len(), |j| j.len()) < COALESCE_MAX {
+                match inner.next().now_or_never() {
+                    Some(Some(Ok(more))) => {
+                        let buf = joined.get_or_insert_with(|| bytes::BytesMut::from(&first[..]));
+                        buf.extend_from_slice(&more);
+                    }
+                    Some(Some(Err(e))) => {
+                        next_state = Some(RelayState::Failed(std::io::Error::other(e.to_string())));
+                        break;
+                    }
+                    Some(None) => {
+                        next_state = Some(RelayState::Done);
+                        break;
+                    }
+                    None => break,
+                }
             }
+            let chunk = joined.map(bytes::BytesMut::freeze).unwrap_or(first);
+            Some((Ok(chunk), next_state.unwrap_or(RelayState::Reading(inner))))
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn ready_chunks_are_joined_and_an_error_still_ends_the_stream() {
+        let chunks: Vec<Result<Bytes, String>> = vec![
+            Ok(Bytes::from_static(b"event: a\n\n")),
+            Ok(Bytes::from_static(b"event: b\n\n")),
+            Err("cut".into()),
+        ];
+        let mut relayed = idle_guarded(futures_util::stream::iter(chunks), Duration::from_secs(1));
+        let first = relayed.next().await.unwrap().unwrap();
+        assert_eq!(first, Bytes::from_static(b"event: a\n\nevent: b\n\n"));
+        assert!(
+            relayed.next().await.unwrap().is_err(),
+            "the cut reaches the client"
+        );
+        assert!(relayed.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_upstream_is_cut_after_the_idle_timeout() {
+        let silent = futures_util::stream::pending::<Result<Bytes, String>>();
+        let mut relayed = idle_guarded(silent, Duration::from_secs(5));
+        let err = relayed.next().await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        assert!(relayed.next().await.is_none());
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -40,7 +40,8 @@ impl InjectStage {
     }
 }
 
-/// Records, in the background, that `client_id` stands for `real_id`.
+/// Records, in the background, that `client_id` stands for `real_id`. A turn the proxy did not continue needs no
+/// alias (the client saw the real id), so nothing is written for it: no store write on the common path.
 pub fn remember_alias(
     expander: &Expander,
     tasks: &tokio_util::task::TaskTracker,
@@ -48,6 +49,9 @@ pub fn remember_alias(
     client_id: &str,
     real_id: &str,
 ) {
+    if client_id == real_id || client_id.is_empty() || real_id.is_empty() {
+        return;
+    }
     let alias = Alias {
         v: 1,
         real_id: real_id.to_string(),
