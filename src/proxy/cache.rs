@@ -6,11 +6,36 @@
 //! eviction with no per-entry bookkeeping.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
+/// Keys are already xxh3 hashes: hashing them again (SipHash, the default) would only cost time.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 ^= u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_u128(&mut self, n: u128) {
+        self.0 = (n as u64) ^ ((n >> 64) as u64);
+    }
+}
+
+type KeyMap<V> = HashMap<u128, V, BuildHasherDefault<KeyHasher>>;
+
 struct Generations<V> {
-    current: HashMap<u128, V>,
-    previous: HashMap<u128, V>,
+    current: KeyMap<V>,
+    previous: KeyMap<V>,
 }
 
 pub struct Memo<V> {
@@ -24,8 +49,8 @@ impl<V: Clone> Memo<V> {
         Memo {
             capacity: capacity.max(1),
             inner: Mutex::new(Generations {
-                current: HashMap::new(),
-                previous: HashMap::new(),
+                current: KeyMap::default(),
+                previous: KeyMap::default(),
             }),
         }
     }

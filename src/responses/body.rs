@@ -424,23 +424,9 @@ impl RequestBody {
     }
 }
 
-/// Substring search that skips ahead to each occurrence of the needle's first byte.
+/// Substring search (SIMD-accelerated: this runs over the whole transcript on every turn).
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    let Some(&first) = needle.first() else {
-        return true;
-    };
-    let mut from = 0;
-    while let Some(p) = hay
-        .get(from..)
-        .and_then(|h| h.iter().position(|b| *b == first))
-    {
-        let at = from + p;
-        if hay[at..].starts_with(needle) {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 fn write_member(out: &mut Vec<u8>, member: &Member) {
