@@ -140,7 +140,7 @@ enum RelayState<S> {
 pub fn idle_guarded<S, E>(inner: S, idle: Duration) -> BodyStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
-    E: std::fmt::Display,
+    E: std::fmt::Display + Send + 'static,
 {
     use futures_util::FutureExt;
     let state = RelayState::Reading(Box::pin(inner));
@@ -152,7 +152,12 @@ where
                 RelayState::Failed(e) => return Some((Err(e), RelayState::Done)),
                 RelayState::Done => return None,
             };
-            let first = match tokio::time::timeout(idle, inner.next()).await {
+            // A chunk already there needs no timer; the idle timer is armed only when the upstream makes us wait.
+            let next = match inner.next().now_or_never() {
+                Some(item) => Ok(item),
+                None => tokio::time::timeout(idle, inner.next()).await,
+            };
+            let first = match next {
                 Err(_) => {
                     let e = std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
