@@ -360,3 +360,27 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
     );
     proxy.stop().await;
 }
+
+#[tokio::test]
+async fn a_compression_that_saves_too_little_is_not_applied() {
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.compress.min_saved_tokens = Some(1_000_000);
+    let proxy = start_proxy_with(opts).await;
+    let items = transcript(1);
+    let resp = send(&proxy, &items, "Bearer sk-small").await;
+    assert_eq!(resp.headers()["x-ctxgate-compressed"], "0");
+    let sent: Value = mock.state.received().last().unwrap().json().unwrap();
+    assert_eq!(sent["input"], json!(items), "sent as the client sent it");
+    assert!(
+        sent.get("tools").is_none(),
+        "no marker, so no expand tool either"
+    );
+    assert!(
+        proxy
+            .metrics()
+            .await
+            .contains("ctxgate_compress_skipped_total{reason=\"small_saving\"} 1")
+    );
+    proxy.stop().await;
+}

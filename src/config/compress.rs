@@ -7,6 +7,10 @@ use super::raw::RawCompress;
 
 /// Outputs shorter than this are never compressed (a marker and its note would eat most of the gain).
 pub const DEFAULT_MIN_TOOL_OUTPUT_CHARS: usize = 2048;
+/// A compression that saves fewer estimated tokens than this is not worth its marker: the first marker in a
+/// request also brings the `context_expand` tool and directive (about 450 tokens), and a model that expands it pays
+/// the original back. Below this the output goes verbatim.
+pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 256;
 /// User turns at the end of the transcript whose live-zone items stay verbatim.
 pub const DEFAULT_PROTECT_RECENT_TURNS: usize = 2;
 /// How long an original stays expandable after the last request that carried its marker.
@@ -16,6 +20,7 @@ pub const DEFAULT_TTL_SECS: u64 = 1800;
 pub struct CompressSettings {
     pub enabled: bool,
     pub min_tool_output_chars: usize,
+    pub min_saved_tokens: u64,
     /// The most recent tool outputs left verbatim (0: compress at first sight).
     pub protect_recent: usize,
     pub protect_recent_turns: usize,
@@ -31,6 +36,7 @@ impl Default for CompressSettings {
         CompressSettings {
             enabled: true,
             min_tool_output_chars: DEFAULT_MIN_TOOL_OUTPUT_CHARS,
+            min_saved_tokens: DEFAULT_MIN_SAVED_TOKENS,
             protect_recent: 0,
             protect_recent_turns: DEFAULT_PROTECT_RECENT_TURNS,
             exclude_tools: Vec::new(),
@@ -69,6 +75,7 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
             d.min_tool_output_chars,
         )?
         .max(1),
+        min_saved_tokens: raw.min_saved_tokens.unwrap_or(d.min_saved_tokens),
         protect_recent: size("protect_recent", raw.protect_recent, d.protect_recent)?,
         protect_recent_turns: size(
             "protect_recent_turns",

@@ -80,6 +80,7 @@ pub struct RawExpand {
 pub struct RawCompress {
     pub enabled: Option<bool>,
     pub min_tool_output_chars: Option<u64>,
+    pub min_saved_tokens: Option<u64>,
     pub protect_recent: Option<u64>,
     pub protect_recent_turns: Option<u64>,
     pub exclude_tools: Option<Vec<String>>,
@@ -124,7 +125,7 @@ impl RawConfig {
         overlay_fields!(self.store, top.store; path, max_bytes);
         overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);
         overlay_fields!(self.compress, top.compress;
-            enabled, min_tool_output_chars, protect_recent, protect_recent_turns, exclude_tools, keep_patterns, code,
+            enabled, min_tool_output_chars, min_saved_tokens, protect_recent, protect_recent_turns, exclude_tools, keep_patterns, code,
             user_messages, ttl_secs);
         overlay_fields!(self.log, top.log; format, level);
         overlay_fields!(self.fold, top.fold;

@@ -172,6 +172,10 @@ impl CompressStage {
         };
         let tokens_before = ctxzip::estimate_tokens(text) as u64;
         let tokens_after = ctxzip::estimate_tokens(&compressed.text) as u64;
+        if tokens_before.saturating_sub(tokens_after) < self.settings.min_saved_tokens {
+            self.skipped("small_saving");
+            return Ok(None);
+        }
         let meta = OriginalMeta {
             v: RECORD_VERSION,
             tool: tool.into(),
