@@ -10,7 +10,7 @@ pub const DEFAULT_MIN_TOOL_OUTPUT_CHARS: usize = 2048;
 /// A compression that saves fewer estimated tokens than this is not worth its marker: the first marker in a
 /// request also brings the `context_expand` tool and directive (about 450 tokens), and a model that expands it pays
 /// the original back. Below this the output goes verbatim.
-pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 256;
+pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 512;
 /// User turns at the end of the transcript whose live-zone items stay verbatim.
 pub const DEFAULT_PROTECT_RECENT_TURNS: usize = 2;
 /// How long an original stays expandable after the last request that carried its marker.
