@@ -351,12 +351,8 @@ impl Stage for FoldStage {
             .clone()
             .or_else(|| turn.body.get_str("model"))
             .unwrap_or_default();
-        let anchor = fold::anchor(
-            turn.body.get_str("prompt_cache_key").as_deref(),
-            items.first(),
-        );
+        let anchor = fold::anchor(prompt_cache_key.as_deref(), items.first());
         let anchor_key = anchor_key(&anchor);
-        let tenant = turn.caller.tenant.as_str().to_string();
         let summarizer = UpstreamSummarizer {
             upstream: &self.upstream,
             identity: turn.caller.identity_headers(&turn.client_headers),
