@@ -11,6 +11,7 @@ pub mod fold;
 pub mod mock;
 pub mod offline;
 pub mod proxy;
+pub mod report;
 pub mod responses;
 pub mod server;
 pub mod store;

@@ -30,6 +30,30 @@ enum Command {
     Expand(ExpandCmd),
     /// Savings totals, stored originals per tenant and keep-pattern suggestions, read from the store file.
     Stats(StatsCmd),
+    /// Run a corpus of tool outputs and transcripts through the proxy's stages and report tokens saved,
+    /// error lines kept and time taken.
+    Report(ReportArgs),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// A corpus folder holding `tool_outputs/` and/or `transcripts/` (e.g. ../shared/corpus/dev).
+    dir: Option<PathBuf>,
+    /// A folder of tool outputs (one per file, optional manifest.tsv with a `kind` column).
+    #[arg(long)]
+    outputs: Option<PathBuf>,
+    /// A folder of transcripts (`*.json`, each a Responses `input` array).
+    #[arg(long)]
+    transcripts: Option<PathBuf>,
+    /// Skip the turn-by-turn session replay.
+    #[arg(long)]
+    no_replay: bool,
+    /// Config file (default: config/ctxgate.toml when it exists); the store and upstream are the report's own.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print JSON (every row) instead of the tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -126,6 +150,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Compress(args) => compress(args),
+        Command::Report(args) => report(args),
         Command::Expand(args) => offline(async move {
             let config = args.store.config().map_err(|e| e.to_string())?;
             let expand = ctxgate::expand::resolve::ExpandArgs {
@@ -220,6 +245,46 @@ fn write_stdout(text: &str) -> ExitCode {
 fn fail(e: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("ctxgate: error: {e}");
     ExitCode::FAILURE
+}
+
+fn report(args: ReportArgs) -> ExitCode {
+    let config = match Config::load(args.config.as_deref(), &ProcessEnv, RawConfig::default()) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let sub = |name: &str| {
+        args.dir
+            .as_ref()
+            .map(|d| d.join(name))
+            .filter(|p| p.is_dir())
+    };
+    let outputs = args.outputs.clone().or_else(|| sub("tool_outputs"));
+    let transcripts = args.transcripts.clone().or_else(|| sub("transcripts"));
+    for path in [&args.dir, &args.outputs, &args.transcripts].into_iter().flatten() {
+        if !path.is_dir() {
+            return fail(&format!("{}: no such folder (the development corpus lives in ../shared/corpus/dev on the team's machines)", path.display()));
+        }
+    }
+    if outputs.is_none() && transcripts.is_none() {
+        return fail(&"nothing to report: give a corpus folder with tool_outputs/ or transcripts/, or --outputs / --transcripts");
+    }
+    let options = ctxgate::report::ReportOptions {
+        outputs,
+        transcripts,
+        replay: !args.no_replay,
+        config,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    match runtime.block_on(ctxgate::report::run(options)) {
+        Ok(report) if args.json => {
+            write_stdout(&(serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"))
+        }
+        Ok(report) => write_stdout(&ctxgate::report::to_text(&report)),
+        Err(e) => fail(&e),
+    }
 }
 
 fn compress(args: CompressArgs) -> ExitCode {

@@ -31,7 +31,7 @@ pub mod verbatim;
 
 pub use detect::detect;
 pub use marker::{contains_marker, find_markers, hash_of, marker};
-pub use relevance::{MAX_ERROR_LINE_BYTES, is_error_line};
+pub use relevance::{FLOOR_LINE_MAX, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 pub use terms::{MAX_TERMS, query_terms};
 
 use relevance::Matcher;

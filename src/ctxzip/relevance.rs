@@ -10,6 +10,46 @@
 /// window around their error words visible.
 pub const MAX_ERROR_LINE_BYTES: usize = 4096;
 
+/// Lines at least this long are outside the error floor (data, generated command lines, minified JSON).
+pub const FLOOR_LINE_MAX: usize = 300;
+
+/// The error floor every compressor honours: a line under [`FLOOR_LINE_MAX`] bytes that contains error, fail,
+/// exception, fatal, panic or traceback as a case-insensitive substring stays visible, as the exact line. It is
+/// deliberately wider than [`is_error_line`] (`test_fail_silently`, `ErrorHandler`, `errors.py` count): a reader
+/// scanning for what went wrong looks for these words wherever they stand, and keeping a few harmless lines costs
+/// less than hiding one that mattered.
+pub fn is_floor_line(line: &str) -> bool {
+    line.len() < FLOOR_LINE_MAX && has_floor_word(line.as_bytes())
+}
+
+/// Whether `b` contains one of the floor's words, in any case. One pass over the bytes: each candidate first
+/// letter (`e`, `f`, `p`, `t`) is checked against the words starting with it.
+pub(crate) fn has_floor_word(b: &[u8]) -> bool {
+    const WORDS: [&[u8]; 6] = [
+        b"error",
+        b"fail",
+        b"exception",
+        b"fatal",
+        b"panic",
+        b"traceback",
+    ];
+    for (i, c) in b.iter().enumerate() {
+        let c = c.to_ascii_lowercase();
+        if !matches!(c, b'e' | b'f' | b'p' | b't') {
+            continue;
+        }
+        for w in WORDS {
+            if w[0] == c
+                && b.get(i..i + w.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(w))
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Whether `line` reads like an error or warning: it is at most [`MAX_ERROR_LINE_BYTES`] long and contains,
 /// as a whole word and in any case, one of error(s), fail(s/ed/ure/ing), exception, critical, fatal, panic(ked),
 /// timeout, timed out, denied, rejected, invalid, traceback, abort(ed), segfault, segmentation fault,
