@@ -7,10 +7,22 @@ use super::raw::RawCompress;
 
 /// Outputs shorter than this are never compressed (a marker and its note would eat most of the gain).
 pub const DEFAULT_MIN_TOOL_OUTPUT_CHARS: usize = 2048;
-/// A compression that saves fewer estimated tokens than this is not worth its marker: the first marker in a
-/// request also brings the `context_expand` tool and directive (about 450 tokens), and a model that expands it pays
-/// the original back. Below this the output goes verbatim.
+/// What the first markers of a conversation must save together: the first marker also brings the
+/// `context_expand` tool and directive (about 450 tokens), so a smaller saving would make the request bigger.
 pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 512;
+/// What each compressed item must save on its own once the conversation carries the tool: its marker line and
+/// note cost a few dozen tokens, and a model that expands it pays the original back.
+pub const DEFAULT_MIN_ITEM_SAVED_TOKENS: u64 = 64;
+
+/// What happens to a tool output that reports a failure (non-zero exit code, traceback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failures {
+    /// Compressed around its error regions: tracebacks, failure blocks, diagnostics and the end of the run stay
+    /// verbatim, passing noise goes behind a marker.
+    Regions,
+    /// Left whole, whatever its size (the seed's behaviour).
+    Verbatim,
+}
 /// User turns at the end of the transcript whose live-zone items stay verbatim.
 pub const DEFAULT_PROTECT_RECENT_TURNS: usize = 2;
 /// How long an original stays expandable after the last request that carried its marker.
@@ -29,6 +41,8 @@ pub struct CompressSettings {
     pub code: bool,
     pub user_messages: bool,
     pub ttl: Duration,
+    pub failures: Failures,
+    pub min_item_saved_tokens: u64,
 }
 
 impl Default for CompressSettings {
@@ -44,6 +58,8 @@ impl Default for CompressSettings {
             code: false,
             user_messages: false,
             ttl: Duration::from_secs(DEFAULT_TTL_SECS),
+            failures: Failures::Regions,
+            min_item_saved_tokens: DEFAULT_MIN_ITEM_SAVED_TOKENS,
         }
     }
 }
@@ -67,7 +83,21 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
                 .into(),
         });
     }
+    let failures = match raw.failures.as_deref() {
+        None | Some("regions") => Failures::Regions,
+        Some("verbatim") => Failures::Verbatim,
+        Some(other) => {
+            return Err(ConfigError::Invalid {
+                key: "compress.failures".into(),
+                message: format!("{other:?}: expected regions or verbatim"),
+            });
+        }
+    };
     Ok(CompressSettings {
+        failures,
+        min_item_saved_tokens: raw
+            .min_item_saved_tokens
+            .unwrap_or(d.min_item_saved_tokens),
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_tool_output_chars: size(
             "min_tool_output_chars",

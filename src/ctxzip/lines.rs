@@ -8,7 +8,8 @@
 
 use super::fasthash::FastMap;
 
-use super::relevance::{Hits, MAX_ERROR_LINE_BYTES, is_error_line};
+use super::regions;
+use super::relevance::{Hits, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 use super::summary::Census;
 use super::truncate::{LONG_LINE, shorten_to};
 use super::{Ctx, Tally, Unit};
@@ -26,6 +27,9 @@ pub(crate) struct Params {
     pub max_context: usize,
     /// Query-relevant lines kept (best scores first).
     pub max_relevant: usize,
+    /// Keep whole error regions (tracebacks, test-failure blocks, summary lines): for outputs that report a
+    /// failure, and logs, where what went wrong is the point of reading them.
+    pub regions: bool,
 }
 
 /// Plain lines: listings (`ls -laR`, `find`, `dpkg -l`, `pip list`), prose, key-value dumps.
@@ -36,6 +40,7 @@ pub(crate) const PLAIN: Params = Params {
     after: 0,
     max_context: 0,
     max_relevant: 20,
+    regions: false,
 };
 
 /// Visible head of a shortened long line.
@@ -58,8 +63,12 @@ struct Rec<'a> {
     count: usize,
 }
 
+/// A whole-word error line ([`is_error_line`]): kept with its context.
 const ERROR: u8 = 1;
+/// A keep-pattern hit.
 const KEEP: u8 = 2;
+/// The error floor ([`is_floor_line`]): kept as the exact line, without context.
+const FLOOR: u8 = 4;
 
 /// Selects and renders; `None` when nothing could be dropped or shortened.
 pub(crate) fn compress_with(
@@ -82,6 +91,9 @@ pub(crate) fn compress_with(
     for (i, r) in recs.iter().enumerate() {
         if is_error_line(r.text) {
             flags[i] |= ERROR;
+        }
+        if is_floor_line(r.text) {
+            flags[i] |= FLOOR;
         }
         if !ctx.matcher.is_empty() {
             let Hits { keep, query } = ctx.matcher.scan(r.text.as_bytes());
@@ -119,13 +131,16 @@ fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Par
     keep.iter_mut()
         .skip(n.saturating_sub(p.tail))
         .for_each(|k| *k = true);
+    if p.regions {
+        regions::mark(&recs.iter().map(|r| r.text).collect::<Vec<_>>(), &mut keep);
+    }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
     for i in 0..n {
         if flags[i] & KEEP != 0 {
             keep[i] = true;
         }
-        if flags[i] & ERROR == 0 {
+        if flags[i] & (ERROR | FLOOR) == 0 {
             continue;
         }
         let copies = seen.entry(recs[i].text).or_insert(0);
@@ -134,6 +149,9 @@ fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Par
         }
         *copies += 1;
         keep[i] = true;
+        if flags[i] & ERROR == 0 {
+            continue;
+        }
         mark_context(
             &mut keep,
             recs,
@@ -219,7 +237,10 @@ fn render(
             } else {
                 out.push_str(&shorten_to(r.text, head_keep, ctx, tally));
             }
-            if r.count > 1 {
+            if r.count > 1 && flags[i] & FLOOR != 0 {
+                // An error line stays the exact line: its repeat count goes on a line of its own.
+                out.push_str(&format!("\n(the line above ×{})", r.count));
+            } else if r.count > 1 {
                 out.push_str(&format!(" (×{})", r.count));
             }
             out.push('\n');

@@ -16,10 +16,28 @@ const LOG: Params = Params {
     after: 6,
     max_context: 300,
     max_relevant: 20,
+    regions: true,
+};
+
+/// An output that reports a failure: the end of the run is where the verdict is, so more of it stays, and
+/// diagnostics keep more of their context.
+const FAILING: Params = Params {
+    head: 10,
+    tail: 30,
+    before: 2,
+    after: 8,
+    max_context: 600,
+    max_relevant: 20,
+    regions: true,
 };
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
     compress_with(text, ctx, &LOG, tally)
+}
+
+/// Compresses a failing output around its error regions (whatever its detected line kind).
+pub(crate) fn compress_failing(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    compress_with(text, ctx, &FAILING, tally)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod json_object;
 mod lines;
 mod logs;
 pub mod marker;
+mod regions;
 mod relevance;
 pub mod report;
 mod search;
@@ -112,9 +113,27 @@ pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
     }
     let ctx = Ctx::new(hash_of(original), opts);
     let (header, body) = split_exec_header(original);
-    let kind = detect(body);
+    let detected = detect(body);
+    let failing = verbatim::looks_like_error_output(original);
     let mut tally = Tally::default();
-    let compressed_body = compress_kind(body, kind, &ctx, 0, &mut tally)?;
+    let mut kind = detected;
+    let first = if failing && matches!(detected, Kind::Log | Kind::Lines) {
+        kind = Kind::Log;
+        logs::compress_failing(body, &ctx, &mut tally)
+    } else {
+        compress_kind(body, detected, &ctx, 0, &mut tally)
+    };
+    // The error floor: every short line with an error word stays visible as the exact line. A compressor whose
+    // result misses one gives way to the log compressor, which keeps the floor by construction.
+    let compressed_body = match first {
+        Some(b) if keeps_floor(body, &b) => b,
+        Some(_) if !matches!(kind, Kind::Code) => {
+            tally = Tally::default();
+            kind = Kind::Log;
+            logs::compress_failing(body, &ctx, &mut tally).filter(|b| keeps_floor(body, b))?
+        }
+        _ => return None,
+    };
     let mut text = String::with_capacity(header.len() + compressed_body.len());
     text.push_str(header);
     text.push_str(&compressed_body);
@@ -134,6 +153,27 @@ pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
         kind,
         hash: ctx.hash,
     })
+}
+
+/// Whether every floor line of `original` ([`is_floor_line`]) is a whole line of `compressed`.
+pub fn keeps_floor(original: &str, compressed: &str) -> bool {
+    let mut visible: Option<std::collections::HashSet<&str>> = None;
+    for line in original.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if !is_floor_line(line) {
+            continue;
+        }
+        let set = visible.get_or_insert_with(|| {
+            compressed
+                .split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l))
+                .collect()
+        });
+        if !set.contains(line) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Runs the compressor for `kind`. Also the entry point for text nested in JSON string fields.

@@ -1,8 +1,10 @@
-//! Tool outputs that must reach the model whole: the ones that report a failure.
+//! Tool outputs that report a failure.
 //!
 //! Dropping part of an error the user is about to debug is the worst thing compression can do, so an output that
-//! says its command failed — a non-zero exit code in the agent's output header, a Python traceback, a JSON result
-//! with a failing `exit_code` — is never compressed, whatever its size.
+//! says its command failed — a non-zero exit code in the agent's output header (Codex's `Process exited with
+//! code N`, mini-swe-agent's `<returncode>N</returncode>`), a Python traceback, a JSON result with a failing
+//! `exit_code` — is compressed around its error regions only ([`super::regions`]), or left whole when the
+//! operator asks for the old behaviour (`[compress] failures = "verbatim"`).
 
 /// How far into an output the failure signs are looked for (headers come first).
 const HEAD_BYTES: usize = 4096;
@@ -35,6 +37,7 @@ pub fn looks_like_error_output(text: &str) -> bool {
         || failing("Exit code")
         || failing("exit code")
         || failing("\"exit_code\"")
+        || failing("<returncode>")
         || text.contains("Traceback (most recent call last):")
 }
 
@@ -51,6 +54,8 @@ mod tests {
             "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok"
         ));
         assert!(looks_like_error_output("Exit code: 2\nWall time: 1s\n"));
+        assert!(looks_like_error_output("<returncode>1</returncode>\n<output>\nboom"));
+        assert!(!looks_like_error_output("<returncode>0</returncode>\n<output>\nfine"));
         assert!(looks_like_error_output(
             r#"{"output":"boom","metadata":{"exit_code":1}}"#
         ));

@@ -19,7 +19,7 @@ use super::originals::{
     CompressedForm, OriginalMeta, RECORD_VERSION, compressed_key, decode_original, encode_original,
 };
 use super::turn::{Stage, StageError, Turn};
-use crate::config::compress::CompressSettings;
+use crate::config::compress::{CompressSettings, Failures};
 use crate::ctxzip;
 use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
 use crate::store::{Namespace, Record, Store, StoreError, unix_now};
@@ -38,6 +38,44 @@ const REFRESH_SLACK_MAX_SECS: u64 = 60;
 struct MarkerUse {
     hash: String,
     saved_tokens: u64,
+}
+
+/// What a conversation decided for one text.
+enum Known {
+    Compressed(String, MarkerUse),
+    Verbatim,
+    New,
+}
+
+/// A compression made this turn, before the conversation-wide decision to send it.
+struct Fresh {
+    compressed: ctxzip::Compressed,
+    query: Vec<String>,
+    before: u64,
+    after: u64,
+}
+
+/// One text of a candidate item, as this turn sees it.
+enum TextState {
+    /// Compressed on an earlier turn (or just now): these bytes replace it.
+    Known(String, MarkerUse),
+    /// Compressible, awaiting the conversation-wide decision.
+    Fresh(Fresh),
+    /// Sent as it is.
+    Verbatim,
+}
+
+/// A candidate item whose decision is made this turn.
+struct Pending<'a> {
+    index: usize,
+    memo_key: u128,
+    value: &'a Value,
+    shape: &'a Shape,
+    tool: &'a str,
+    seam: &'static str,
+    texts: Vec<(String, TextState)>,
+    /// A store fault left a text verbatim this turn: the decision is not remembered, the next turn tries again.
+    faulted: bool,
 }
 
 /// An item's compressed form, independent of where in the transcript it stands.
@@ -105,77 +143,92 @@ impl CompressStage {
         Some(entry)
     }
 
-    /// The compressed form of one text, or `None` to leave it: from the store when this conversation already
-    /// compressed it, else made now and stored (original first, durably).
-    async fn compress_text(
-        &self,
-        ctx: &Context<'_>,
-        text: &str,
-        tool: &str,
-        arguments: &str,
-        seam: &'static str,
-    ) -> Result<Option<(String, MarkerUse)>, StoreError> {
-        if ctxzip::contains_marker(text) {
-            return Ok(None);
-        }
+    /// What this conversation already decided for `text`: its compressed form (put back in the store if the
+    /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet.
+    async fn known(&self, ctx: &Context<'_>, text: &str, tool: &str) -> Result<Known, StoreError> {
         let hash = ctxzip::hash_of(text);
         let now = unix_now();
-        let expiry = now + self.settings.ttl.as_secs();
-        let expires = Some(expiry);
+        let expires = Some(now + self.settings.ttl.as_secs());
         let form_key = compressed_key(ctx.anchor_key, &hash);
-        if let Some(record) = self
+        let Some(record) = self
             .store
             .get(Namespace::Compressed, ctx.tenant, &form_key, now)
             .await?
-        {
-            if let Ok(form) = serde_json::from_slice::<CompressedForm>(&record.value) {
-                // The marker must stay expandable: put the original back if it was evicted meanwhile.
-                if self
-                    .store
-                    .get(Namespace::Originals, ctx.tenant, &hash, now)
-                    .await?
-                    .is_none()
-                {
-                    let meta = OriginalMeta {
-                        v: RECORD_VERSION,
-                        tool: tool.into(),
-                        kind: form.kind.clone(),
-                        ..Default::default()
-                    };
-                    self.put_durably(
-                        Namespace::Originals,
-                        ctx.tenant,
-                        &hash,
-                        encode_original(&meta, text),
-                        expires,
-                    )
-                    .await?;
-                }
-                let saved = form.tokens_before.saturating_sub(form.tokens_after);
-                return Ok(Some((
-                    form.text,
-                    MarkerUse {
-                        hash,
-                        saved_tokens: saved,
-                    },
-                )));
-            }
+        else {
+            return Ok(Known::New);
+        };
+        let Ok(form) = serde_json::from_slice::<CompressedForm>(&record.value) else {
+            return Ok(Known::New);
+        };
+        if form.verbatim {
+            return Ok(Known::Verbatim);
         }
+        if self
+            .store
+            .get(Namespace::Originals, ctx.tenant, &hash, now)
+            .await?
+            .is_none()
+        {
+            let meta = OriginalMeta {
+                v: RECORD_VERSION,
+                tool: tool.into(),
+                kind: form.kind.clone(),
+                ..Default::default()
+            };
+            self.put_durably(
+                Namespace::Originals,
+                ctx.tenant,
+                &hash,
+                encode_original(&meta, text),
+                expires,
+            )
+            .await?;
+        }
+        let saved = form.tokens_before.saturating_sub(form.tokens_after);
+        Ok(Known::Compressed(
+            form.text,
+            MarkerUse {
+                hash,
+                saved_tokens: saved,
+            },
+        ))
+    }
+
+    /// A compression of `text` made now, not yet stored; `None` when ctxzip leaves it as it is.
+    fn fresh(&self, ctx: &Context<'_>, text: &str, arguments: &str) -> Option<Fresh> {
         let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
         let options = ctxzip::Options {
             query: query.clone(),
             keep_patterns: self.settings.keep_patterns.clone(),
             compress_code: self.settings.code,
         };
-        let Some(compressed) = ctxzip::compress(text, &options) else {
-            return Ok(None);
-        };
-        let tokens_before = ctxzip::estimate_tokens(text) as u64;
-        let tokens_after = ctxzip::estimate_tokens(&compressed.text) as u64;
-        if tokens_before.saturating_sub(tokens_after) < self.settings.min_saved_tokens {
-            self.skipped("small_saving");
-            return Ok(None);
-        }
+        let compressed = ctxzip::compress(text, &options)?;
+        Some(Fresh {
+            before: ctxzip::estimate_tokens(text) as u64,
+            after: ctxzip::estimate_tokens(&compressed.text) as u64,
+            compressed,
+            query,
+        })
+    }
+
+    /// Stores the original (durably, before any request carries its marker) and the compressed form.
+    async fn commit(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        tool: &str,
+        seam: &'static str,
+        fresh: Fresh,
+    ) -> Result<(String, MarkerUse), StoreError> {
+        let Fresh {
+            compressed,
+            query,
+            before: tokens_before,
+            after: tokens_after,
+        } = fresh;
+        let hash = compressed.hash.clone();
+        let expiry = unix_now() + self.settings.ttl.as_secs();
+        let expires = Some(expiry);
         let meta = OriginalMeta {
             v: RECORD_VERSION,
             tool: tool.into(),
@@ -199,11 +252,13 @@ impl CompressStage {
             kind: meta.kind.clone(),
             tokens_before,
             tokens_after,
+            verbatim: false,
         };
         if let Ok(value) = serde_json::to_vec(&form) {
             // Best effort: without it, the same options make the same bytes again anyway.
+            let key = compressed_key(ctx.anchor_key, &hash);
             if let Err(e) = self
-                .put_durably(Namespace::Compressed, ctx.tenant, &form_key, value, expires)
+                .put_durably(Namespace::Compressed, ctx.tenant, &key, value, expires)
                 .await
             {
                 tracing::warn!(error = %e, "could not store a compressed form");
@@ -211,7 +266,6 @@ impl CompressStage {
         }
         self.expiries
             .insert(key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]), expiry);
-        let saved = tokens_before.saturating_sub(tokens_after);
         self.account_new(
             ctx,
             seam,
@@ -220,13 +274,41 @@ impl CompressStage {
             tokens_before,
             tokens_after,
         );
-        Ok(Some((
+        Ok((
             compressed.text,
             MarkerUse {
                 hash,
-                saved_tokens: saved,
+                saved_tokens: tokens_before.saturating_sub(tokens_after),
             },
-        )))
+        ))
+    }
+
+    /// Remembers, in the background, that this conversation sends `text` verbatim: a later turn (or a restart)
+    /// must not compress it then, or the prefix the provider cached would change.
+    fn remember_verbatim(&self, ctx: &Context<'_>, text: &str) {
+        let form = CompressedForm {
+            v: RECORD_VERSION,
+            text: String::new(),
+            kind: String::new(),
+            tokens_before: 0,
+            tokens_after: 0,
+            verbatim: true,
+        };
+        let Ok(value) = serde_json::to_vec(&form) else {
+            return;
+        };
+        let key = compressed_key(ctx.anchor_key, &ctxzip::hash_of(text));
+        let record = Record {
+            value,
+            created_at: unix_now(),
+            expires_at: Some(unix_now() + self.settings.ttl.as_secs()),
+        };
+        let (store, tenant) = (self.store.clone(), ctx.tenant.to_string());
+        self.tasks.spawn(async move {
+            if let Err(e) = store.put(Namespace::Compressed, &tenant, &key, record).await {
+                tracing::warn!(error = %e, "could not remember a verbatim decision");
+            }
+        });
     }
 
     /// A store write that completes even if the client hangs up meanwhile.
@@ -289,49 +371,6 @@ impl CompressStage {
             total_expansions = totals.expansions,
             "context_compressed"
         );
-    }
-
-    /// Compresses the large texts of one item; `Ok(None)` when nothing in it is compressed.
-    async fn compress_item(
-        &self,
-        ctx: &Context<'_>,
-        value: &Value,
-        shape: &Shape,
-        call: Option<&(String, String)>,
-        seam: &'static str,
-    ) -> Result<Option<Compression>, StoreError> {
-        let (tool, arguments) = call
-            .map(|(n, a)| (n.as_str(), a.as_str()))
-            .unwrap_or(("", ""));
-        let min = self.settings.min_tool_output_chars;
-        // Collect the texts first (the closure of `rewrite_texts` cannot await), then substitute.
-        let mut texts = Vec::new();
-        let _ = rewrite_texts(value, shape, min, |t| {
-            texts.push(t.to_string());
-            None
-        });
-        let mut replaced: HashMap<String, String> = HashMap::new();
-        let mut markers = Vec::new();
-        for text in texts {
-            if matches!(shape, Shape::Output { .. })
-                && ctxzip::verbatim::looks_like_error_output(&text)
-            {
-                self.skipped("error_output");
-                continue;
-            }
-            if let Some((new, marker)) = self
-                .compress_text(ctx, &text, tool, arguments, seam)
-                .await?
-            {
-                replaced.insert(text, new);
-                markers.push(marker);
-            }
-        }
-        if replaced.is_empty() {
-            return Ok(None);
-        }
-        let rewritten = rewrite_texts(value, shape, min, |t| replaced.get(t).cloned());
-        Ok(rewritten.map(|value| Compression { value, markers }))
     }
 
     /// Moves the expiry of originals still in use forward, in the background: a marker that reaches the model stays
@@ -498,6 +537,9 @@ impl Stage for CompressStage {
             request_id: &turn.request_id,
         };
         let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
+        let mut pending: Vec<Pending<'_>> = Vec::new();
+        // Whether this conversation already carries a marker (so the expand tool is paid for).
+        let mut has_marker = false;
         for i in candidates {
             let Some(shape) = shape_at(i) else { continue };
             if !positions.allows(i, shape) {
@@ -507,44 +549,135 @@ impl Stage for CompressStage {
                 Shape::Output { call_id, .. } => calls.get(call_id.as_str()),
                 _ => None,
             };
-            let tool = call.map(|(n, _)| n.as_str()).unwrap_or("");
+            let (tool, arguments) = call
+                .map(|(n, a)| (n.as_str(), a.as_str()))
+                .unwrap_or(("", ""));
             if tool == EXPAND_TOOL || self.settings.exclude_tools.iter().any(|t| t == tool) {
                 self.skipped("excluded_tool");
                 continue;
             }
-            let key = key_of(&[
+            let memo_key = key_of(&[
                 tenant.as_bytes(),
                 anchor_key.as_bytes(),
                 &raw_keys[i].to_le_bytes(),
             ]);
-            let known = match self.rewrites.get(key) {
-                Some(known) => known,
-                None => {
-                    let Some(value) = items[i].value() else {
-                        continue;
-                    };
-                    let seam = if matches!(shape, Shape::Output { function: true, .. }) {
-                        "tool_output"
-                    } else {
-                        "live_zone"
-                    };
-                    match self.compress_item(&ctx, value, shape, call, seam).await {
-                        Ok(found) => {
-                            let found = found.map(Arc::new);
-                            self.rewrites.insert(key, found.clone());
-                            found
-                        }
-                        Err(e) => {
-                            // Nothing is sent behind a marker whose original is not safe: this item goes verbatim.
-                            tracing::warn!(request_id = %turn.request_id, error = %e, "original not stored; item left verbatim");
-                            self.skipped("store_failed");
-                            None
+            if let Some(known) = self.rewrites.get(memo_key) {
+                if let Some(c) = known {
+                    has_marker = true;
+                    rewrites.push((i, c));
+                }
+                continue;
+            }
+            let Some(value) = items[i].value() else {
+                continue;
+            };
+            let seam = if matches!(shape, Shape::Output { function: true, .. }) {
+                "tool_output"
+            } else {
+                "live_zone"
+            };
+            let mut item = Pending {
+                index: i,
+                memo_key,
+                value,
+                shape,
+                tool,
+                seam,
+                texts: Vec::new(),
+                faulted: false,
+            };
+            let mut texts = Vec::new();
+            let _ = rewrite_texts(value, shape, min, |t| {
+                texts.push(t.to_string());
+                None
+            });
+            for text in texts {
+                if ctxzip::contains_marker(&text) {
+                    continue;
+                }
+                if matches!(shape, Shape::Output { .. })
+                    && self.settings.failures == Failures::Verbatim
+                    && ctxzip::verbatim::looks_like_error_output(&text)
+                {
+                    self.skipped("error_output");
+                    continue;
+                }
+                let state = match self.known(&ctx, &text, tool).await {
+                    Ok(Known::Compressed(new, marker)) => {
+                        has_marker = true;
+                        TextState::Known(new, marker)
+                    }
+                    Ok(Known::Verbatim) => TextState::Verbatim,
+                    Ok(Known::New) => match self.fresh(&ctx, &text, arguments) {
+                        Some(f) => TextState::Fresh(f),
+                        None => TextState::Verbatim,
+                    },
+                    Err(e) => {
+                        tracing::warn!(request_id = %turn.request_id, error = %e, "store unreadable; text left verbatim");
+                        self.skipped("store_failed");
+                        item.faulted = true;
+                        TextState::Verbatim
+                    }
+                };
+                item.texts.push((text, state));
+            }
+            pending.push(item);
+        }
+        // Each new text is decided once, here, for the whole conversation: it is compressed when its saving pays
+        // for its own marker and — while the conversation has no marker yet — when the request's new texts
+        // together pay for the expand tool and directive the first marker brings.
+        let min_item = self.settings.min_item_saved_tokens;
+        let worthy = |f: &Fresh| f.before.saturating_sub(f.after) >= min_item;
+        let new_saving: u64 = pending
+            .iter()
+            .flat_map(|p| &p.texts)
+            .filter_map(|(_, s)| match s {
+                TextState::Fresh(f) if worthy(f) => Some(f.before.saturating_sub(f.after)),
+                _ => None,
+            })
+            .sum();
+        let pays = has_marker || new_saving >= self.settings.min_saved_tokens;
+        for mut item in pending {
+            let mut replaced: HashMap<String, String> = HashMap::new();
+            let mut markers = Vec::new();
+            for (text, state) in std::mem::take(&mut item.texts) {
+                match state {
+                    TextState::Known(new, marker) => {
+                        markers.push(marker);
+                        replaced.insert(text, new);
+                    }
+                    TextState::Verbatim => {}
+                    TextState::Fresh(f) if pays && worthy(&f) => {
+                        match self.commit(&ctx, &text, item.tool, item.seam, f).await {
+                            Ok((new, marker)) => {
+                                markers.push(marker);
+                                replaced.insert(text, new);
+                            }
+                            Err(e) => {
+                                // Nothing is sent behind a marker whose original is not safe: this text goes verbatim.
+                                tracing::warn!(request_id = %turn.request_id, error = %e, "original not stored; text left verbatim");
+                                self.skipped("store_failed");
+                                item.faulted = true;
+                            }
                         }
                     }
+                    TextState::Fresh(_) => {
+                        self.skipped("small_saving");
+                        self.remember_verbatim(&ctx, &text);
+                    }
                 }
+            }
+            let found = if replaced.is_empty() {
+                None
+            } else {
+                rewrite_texts(item.value, item.shape, min, |t| replaced.get(t).cloned())
+                    .map(|value| Arc::new(Compression { value, markers }))
             };
-            if let Some(c) = known {
-                rewrites.push((i, c));
+            if !item.faulted {
+                self.rewrites.insert(item.memo_key, found.clone());
+            }
+            if let Some(c) = found {
+                rewrites.push((item.index, c));
             }
         }
         let markers: Vec<MarkerUse> = rewrites

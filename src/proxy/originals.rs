@@ -56,6 +56,10 @@ pub struct CompressedForm {
     pub tokens_before: u64,
     #[serde(default)]
     pub tokens_after: u64,
+    /// The conversation decided, at first sight, to send this original verbatim (its saving could not pay for
+    /// its marker then): remembered so that every later turn, and a restart, sends the same bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verbatim: bool,
 }
 
 /// Store key of a compressed form: per conversation anchor, per original.
