@@ -14,7 +14,7 @@ use ctxgate::ctxzip::{Options, compress, detect, query_terms};
 fn corpus() -> Vec<(String, String)> {
     let dir = match std::env::var_os("CTXGATE_CORPUS") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/tool_outputs"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tool_outputs"),
     };
     let mut files: Vec<(String, String)> = std::fs::read_dir(dir)
         .map(|rd| {

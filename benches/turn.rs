@@ -38,7 +38,7 @@ fn synthetic(bytes: usize) -> Vec<Value> {
 /// About `bytes` bytes of real tool outputs from the corpus, each a compressible `function_call_output`.
 fn from_corpus(bytes: usize) -> Vec<Value> {
     let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tool_outputs").to_string()
     });
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

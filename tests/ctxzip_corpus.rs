@@ -3,7 +3,8 @@
 //! valid JSON when they were JSON, name their original by hash, and compress deterministically. Also prints
 //! the per-file token reduction (tiktoken o200k_base) and asserts the corpus-wide total.
 //!
-//! The corpus directory is `$CTXGATE_CORPUS`, else `../shared/corpus/tool_outputs` next to the crate.
+//! The corpus directory is `$CTXGATE_CORPUS`, else the repository's own `tests/fixtures/tool_outputs` (small
+//! excerpts of real outputs; the development corpus feeds `ctxgate report` and the benchmarks, never a test).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use ctxgate::ctxzip::{Kind, Options, compress, find_markers, hash_of, is_error_l
 fn corpus_dir() -> PathBuf {
     match std::env::var_os("CTXGATE_CORPUS") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/tool_outputs"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tool_outputs"),
     }
 }
 

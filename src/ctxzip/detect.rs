@@ -25,7 +25,11 @@ pub fn detect(text: &str) -> Kind {
     }
     let sample = sample_lines(text);
     let f = Features::of(&sample);
-    if f.diff_files > 0 || (f.hunks > 0 && f.minus_plus_headers > 0) {
+    // A diff is a text that opens as one (a wrapper line or two may come first); a log that merely contains a
+    // patch — an evaluation run printing `git diff` before its tests — is a log.
+    if (f.diff_files > 0 || (f.hunks > 0 && f.minus_plus_headers > 0))
+        && f.first_diff_header.is_some_and(|at| at < 4)
+    {
         return Kind::Diff;
     }
     if f.nonempty >= 3 && f.search * 10 >= f.nonempty * 6 {
@@ -73,6 +77,8 @@ struct Features {
     code: usize,
     log: usize,
     errors: usize,
+    /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
+    first_diff_header: Option<usize>,
 }
 
 impl Features {
@@ -84,6 +90,14 @@ impl Features {
                 continue;
             }
             f.nonempty += 1;
+            if f.first_diff_header.is_none()
+                && (line.starts_with("diff --git ")
+                    || line.starts_with("diff -")
+                    || line.starts_with("--- ")
+                    || line.starts_with("Index: "))
+            {
+                f.first_diff_header = Some(f.nonempty - 1);
+            }
             if line.starts_with("diff --git ") {
                 f.diff_files += 1;
             } else if line.starts_with("@@ -") && line[4..].contains(" @@") {
@@ -293,6 +307,12 @@ mod tests {
         assert_eq!(detect("{\"a\": [1"), Kind::Lines);
         let diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n+b\n";
         assert_eq!(detect(diff), Kind::Diff);
+        let wrapped = format!("<returncode>0</returncode>\n<output>\n{diff}</output>");
+        assert_eq!(detect(&wrapped), Kind::Diff);
+        let mut run = String::from("+ cd /testbed\n+ git status\nOn branch main\n+ git diff\n");
+        run.push_str(diff);
+        run.push_str("+ ./tests/runtests.py\ntest_a (x.T) ... ok\ntest_b (x.T) ... ok\n");
+        assert_eq!(detect(&run), Kind::Log);
         let grep = "src/a.rs:1:fn a() {}\nsrc/a.rs:9:fn b() {}\nsrc/b.rs:3:  let x = 1;\n";
         assert_eq!(detect(grep), Kind::Search);
         let code = "use std::io;\n\nfn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";

@@ -6,7 +6,7 @@
 //! hunks — each leaving its `@@` header and a marker with its `+a -b` churn. Error, keep-pattern and relevant
 //! lines stay visible wherever they are.
 
-use super::relevance::is_error_line;
+use super::relevance::{is_error_line, is_floor_line};
 use super::{Ctx, Tally, Unit};
 
 /// Changed lines shown before whole hunks start being offloaded.
@@ -50,7 +50,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             if relevant {
                 relevant_left -= 1;
             }
-            h.keep || relevant || is_error_line(l)
+            h.keep || relevant || is_error_line(l) || is_floor_line(l)
         })
         .collect();
     let mut keep: Vec<bool> = (0..n)

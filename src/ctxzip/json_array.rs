@@ -11,6 +11,7 @@
 use super::fasthash::{FastMap, FastSet};
 
 use super::jrows::{is_error_value, status_key, status_value};
+use super::relevance::is_floor_line;
 use super::jscan::{Member, Span, array_items};
 use super::json_object::compress_value;
 use super::relevance::MAX_ERROR_LINE_BYTES;
@@ -96,7 +97,8 @@ pub(crate) fn compress_container(
     let mut relevant: Vec<(u32, usize)> = Vec::new();
     for (i, e) in elems.iter().enumerate() {
         let hits = ctx.matcher.scan(&b[e.whole.start..e.whole.end]);
-        if hits.keep || is_error_value(text, e.value) {
+        let row = &text[e.whole.start..e.whole.end];
+        if hits.keep || is_error_value(text, e.value) || row.split('\n').any(is_floor_line) {
             marks[i] = Mark::Protect;
         } else if i < head || i + tail >= n {
             marks[i] = Mark::Show;

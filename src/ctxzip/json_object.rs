@@ -8,7 +8,7 @@
 
 use super::jscan::{Member, Span, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
-use super::relevance::is_error_line;
+use super::relevance::{is_error_line, is_floor_line};
 use super::truncate::shorten_to;
 use super::{Ctx, Kind, Tally, compress_kind, detect};
 
@@ -149,7 +149,7 @@ fn compress_string(
             return None;
         }
         compress_kind(&decoded, kind, ctx, nested_depth, tally)?
-    } else if is_error_line(&decoded) {
+    } else if is_error_line(&decoded) || is_floor_line(&decoded) {
         return None;
     } else {
         shorten_to(&decoded, STRING_HEAD, ctx, tally)

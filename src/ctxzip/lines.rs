@@ -47,8 +47,8 @@ pub(crate) const PLAIN: Params = Params {
 const LINE_HEAD: usize = 200;
 /// Visible head of a shortened line when the text has at most three lines.
 const FEW_LINES_HEAD: usize = 2000;
-/// An error line seen this often is already visible; later copies may go into a gap.
-const MAX_COPIES_OF_ERROR: u8 = 2;
+/// An error line seen this often is already visible as the exact line; later copies may go into a gap.
+const MAX_COPIES_OF_ERROR: u8 = 1;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
 const CHEAP_GAP: usize = 100;

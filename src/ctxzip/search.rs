@@ -8,7 +8,7 @@
 use super::fasthash::FastMap;
 
 use super::detect::search_prefix;
-use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line};
+use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 use super::truncate::{LONG_LINE, shorten};
 use super::{Ctx, Tally, Unit};
 
@@ -43,7 +43,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     let mut other: Vec<usize> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let hits = ctx.matcher.scan(line.as_bytes());
-        protected[i] = hits.keep || is_error_line(line);
+        protected[i] = hits.keep || is_error_line(line) || is_floor_line(line);
         score[i] = hits.score();
         let Some(path) = search_prefix(line) else {
             other.push(i);

@@ -129,12 +129,13 @@ pub fn sse_events(body: &str) -> Vec<(String, serde_json::Value)> {
         .collect()
 }
 
-/// The corpus directory: `$CTXGATE_CORPUS`, else `../shared/corpus/tool_outputs` next to the crate.
+/// A tool-output fixture: the repository's own `tests/fixtures/tool_outputs/` (small excerpts of real outputs),
+/// so the suite runs on a fresh clone with nothing beside it.
 pub fn corpus_file(name: &str) -> String {
-    let dir = std::env::var("CTXGATE_CORPUS").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/tool_outputs").to_string()
-    });
-    format!("{dir}/{name}")
+    format!(
+        "{}/tests/fixtures/tool_outputs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 /// One real tool output from the corpus.
