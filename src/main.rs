@@ -260,13 +260,21 @@ fn report(args: ReportArgs) -> ExitCode {
     };
     let outputs = args.outputs.clone().or_else(|| sub("tool_outputs"));
     let transcripts = args.transcripts.clone().or_else(|| sub("transcripts"));
-    for path in [&args.dir, &args.outputs, &args.transcripts].into_iter().flatten() {
+    for path in [&args.dir, &args.outputs, &args.transcripts]
+        .into_iter()
+        .flatten()
+    {
         if !path.is_dir() {
-            return fail(&format!("{}: no such folder (the development corpus lives in ../shared/corpus/dev on the team's machines)", path.display()));
+            return fail(&format!(
+                "{}: no such folder (the development corpus lives in ../shared/corpus/dev on the team's machines)",
+                path.display()
+            ));
         }
     }
     if outputs.is_none() && transcripts.is_none() {
-        return fail(&"nothing to report: give a corpus folder with tool_outputs/ or transcripts/, or --outputs / --transcripts");
+        return fail(
+            &"nothing to report: give a corpus folder with tool_outputs/ or transcripts/, or --outputs / --transcripts",
+        );
     }
     let options = ctxgate::report::ReportOptions {
         outputs,

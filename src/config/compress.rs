@@ -95,9 +95,7 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
     };
     Ok(CompressSettings {
         failures,
-        min_item_saved_tokens: raw
-            .min_item_saved_tokens
-            .unwrap_or(d.min_item_saved_tokens),
+        min_item_saved_tokens: raw.min_item_saved_tokens.unwrap_or(d.min_item_saved_tokens),
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_tool_output_chars: size(
             "min_tool_output_chars",

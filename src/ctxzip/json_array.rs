@@ -11,10 +11,10 @@
 use super::fasthash::{FastMap, FastSet};
 
 use super::jrows::{is_error_value, status_key, status_value};
-use super::relevance::is_floor_line;
 use super::jscan::{Member, Span, array_items};
 use super::json_object::compress_value;
 use super::relevance::MAX_ERROR_LINE_BYTES;
+use super::relevance::is_floor_line;
 use super::{Ctx, Tally, Unit};
 
 /// Containers smaller than this (bytes) inside a document are left alone.

@@ -85,6 +85,30 @@ pub fn contains_marker(text: &str) -> bool {
     false
 }
 
+/// Whether `bytes` hold a marker in the exact form ctxgate writes: the prefix, 12 lowercase hex characters, a
+/// space, a note of 1–128 characters without whitespace or angle brackets, and the suffix. Deciding to offer
+/// `context_expand` on anything looser would let a user's `<<ctxzip:zzzz>>` change the request.
+pub fn has_own_marker(bytes: &[u8]) -> bool {
+    let prefix = MARKER_PREFIX.as_bytes();
+    memchr::memmem::find_iter(bytes, prefix).any(|at| {
+        let rest = &bytes[at + prefix.len()..];
+        let Some(hash) = rest.get(..HASH_LEN) else {
+            return false;
+        };
+        if !hash.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            || rest.get(HASH_LEN) != Some(&b' ')
+        {
+            return false;
+        }
+        let note = &rest[HASH_LEN + 1..];
+        let end = note
+            .iter()
+            .take(MAX_NOTE_LEN + 1)
+            .position(|b| b.is_ascii_whitespace() || *b == b'<' || *b == b'>');
+        matches!(end, Some(n) if n > 0 && note[n..].starts_with(MARKER_SUFFIX.as_bytes()))
+    })
+}
+
 /// Counts occurrences of the marker prefix, well-formed or not. The final check of `compress` compares it
 /// with the well-formed markers so that no partial marker can leave the compressor.
 pub(crate) fn prefix_count(text: &str) -> usize {
@@ -159,6 +183,19 @@ mod tests {
             assert_eq!(prefix_count(t), 1);
         }
         assert!(contains_marker("<<ctxzip:abcdef>>"));
+        for t in [
+            "<<ctxzip:zzzz>>",
+            "<<ctxzip:abcdef>>",
+            "<<ctxzip:ABCDEF123456 n>>",
+            "<<ctxzip:abcdef123456>>",
+            "<<ctxzip:abcdef123456 >>",
+            "<<ctxzip:abcdef1234567 n>>",
+        ] {
+            assert!(!has_own_marker(t.as_bytes()), "{t}");
+        }
+        assert!(has_own_marker(
+            b"x <<ctxzip:abcdef123456 3_lines_offloaded>> y"
+        ));
         assert!(contains_marker("<<<ctxzip:ABCDEF123456 n>>>"));
     }
 }

@@ -94,9 +94,14 @@ fn is_banner(line: &str) -> bool {
     let t = line.trim();
     t.len() >= 8
         && t.len() < 300
-        && ["___", "===", "---"]
-            .iter()
-            .any(|f| t.starts_with(f) && t.ends_with(f) && t.trim_matches(|c| c == '_' || c == '=' || c == '-').trim().len() > 1)
+        && ["___", "===", "---"].iter().any(|f| {
+            t.starts_with(f)
+                && t.ends_with(f)
+                && t.trim_matches(|c| c == '_' || c == '=' || c == '-')
+                    .trim()
+                    .len()
+                    > 1
+        })
 }
 
 /// Verdict lines of common test runners and builds.

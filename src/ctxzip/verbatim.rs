@@ -54,8 +54,12 @@ mod tests {
             "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok"
         ));
         assert!(looks_like_error_output("Exit code: 2\nWall time: 1s\n"));
-        assert!(looks_like_error_output("<returncode>1</returncode>\n<output>\nboom"));
-        assert!(!looks_like_error_output("<returncode>0</returncode>\n<output>\nfine"));
+        assert!(looks_like_error_output(
+            "<returncode>1</returncode>\n<output>\nboom"
+        ));
+        assert!(!looks_like_error_output(
+            "<returncode>0</returncode>\n<output>\nfine"
+        ));
         assert!(looks_like_error_output(
             r#"{"output":"boom","metadata":{"exit_code":1}}"#
         ));

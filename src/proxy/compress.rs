@@ -305,7 +305,10 @@ impl CompressStage {
         };
         let (store, tenant) = (self.store.clone(), ctx.tenant.to_string());
         self.tasks.spawn(async move {
-            if let Err(e) = store.put(Namespace::Compressed, &tenant, &key, record).await {
+            if let Err(e) = store
+                .put(Namespace::Compressed, &tenant, &key, record)
+                .await
+            {
                 tracing::warn!(error = %e, "could not remember a verbatim decision");
             }
         });

@@ -88,7 +88,11 @@ mod tests {
         );
         assert_eq!(
             error_lines(&text),
-            vec!["test_fail_silently PASSED", "ErrorHandler installed", "FATAL: boom"]
+            vec![
+                "test_fail_silently PASSED",
+                "ErrorHandler installed",
+                "FATAL: boom"
+            ]
         );
     }
 

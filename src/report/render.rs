@@ -84,7 +84,9 @@ pub fn to_text(r: &Report) -> String {
         out.push('\n');
     }
     if !r.replays.is_empty() {
-        out.push_str("## Sessions replayed turn by turn (prefix cache; cost = uncached + 0.1 × cached)\n\n");
+        out.push_str(
+            "## Sessions replayed turn by turn (prefix cache; cost = uncached + 0.1 × cached)\n\n",
+        );
         out.push_str("| transcript | turns | tokens direct | tokens ctxgate | cache hits direct | cache hits ctxgate | cost direct | cost ctxgate | cost saved | stage ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
         let (direct, proxy) = r.replay_totals();
         let mut rows: Vec<_> = r

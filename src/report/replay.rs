@@ -9,10 +9,10 @@
 
 use serde_json::{Value, json};
 
+use super::corpus::Transcript;
 use super::measure::Tokens;
 use super::run::Rig;
 use super::{ReplayCost, ReplayRow, ReportError};
-use super::corpus::Transcript;
 
 /// Whether the model wrote this item (so a model call ended just before it).
 fn from_model(item: &Value) -> bool {

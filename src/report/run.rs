@@ -42,7 +42,11 @@ impl Rig {
 
     /// Runs `body` through the stages a served `/v1/responses` request runs through; returns what the upstream
     /// would receive and the time the stages took.
-    pub(super) async fn turn(&mut self, name: &str, body: &Value) -> Result<(Value, u64), ReportError> {
+    pub(super) async fn turn(
+        &mut self,
+        name: &str,
+        body: &Value,
+    ) -> Result<(Value, u64), ReportError> {
         let fail = |message: String| ReportError::Turn {
             name: name.to_string(),
             message,

@@ -329,7 +329,11 @@ impl RequestBody {
 
     /// Whether any input item (or a string input) carries `needle` in the bytes it will be sent as.
     pub fn input_contains(&self, needle: &[u8]) -> bool {
-        let has = |hay: &[u8]| contains(hay, needle);
+        self.input_any(|hay| contains(hay, needle))
+    }
+
+    /// Whether `has` holds for the input's text or the JSON bytes of one of its items.
+    pub fn input_any(&self, has: impl Fn(&[u8]) -> bool) -> bool {
         match &self.input {
             Some(Input::Text(t)) => has(t.as_bytes()),
             Some(Input::Items(items)) => items.iter().any(|i| match i.raw_bytes() {

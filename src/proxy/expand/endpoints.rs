@@ -59,9 +59,15 @@ pub async fn get_original(
         limit: q.limit,
     };
     let request_id = state.next_request_id();
+    // No window asked for: the whole original (the tool keeps its window; an HTTP client asked for the file).
+    let max_chars = if args.offset.is_none() && args.limit.is_none() && args.query.is_none() {
+        usize::MAX
+    } else {
+        state.config.expand.max_chars
+    };
     let answer = state
         .expander
-        .answer_args(caller.tenant.as_str(), &request_id, &args)
+        .answer_window(caller.tenant.as_str(), &request_id, &args, max_chars)
         .await;
     if !answer.hit {
         return not_found(answer.text);

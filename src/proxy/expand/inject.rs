@@ -106,10 +106,10 @@ impl Stage for InjectStage {
                 }
             }
         }
-        let carries = history_has_markers
-            || turn
-                .body
-                .input_contains(crate::ctxzip::marker::MARKER_PREFIX.as_bytes());
+        // Only the exact form ctxgate writes counts: text that merely resembles a marker (typed by a user,
+        // quoted from docs) must reach the upstream byte for byte, with no tool added.
+        let carries =
+            history_has_markers || turn.body.input_any(crate::ctxzip::marker::has_own_marker);
         let tool_choice_none =
             matches!(turn.body.get("tool_choice"), Some(Value::String(s)) if s == "none");
         if !carries || tool_choice_none || settings.max_rounds == 0 {

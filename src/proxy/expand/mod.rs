@@ -121,9 +121,22 @@ impl Expander {
     }
 
     pub async fn answer_args(&self, tenant: &str, request_id: &str, args: &ExpandArgs) -> Answer {
+        self.answer_window(tenant, request_id, args, self.settings.max_chars)
+            .await
+    }
+
+    /// As [`Self::answer_args`], with windows of at most `max_chars` (the side endpoint passes no bound when
+    /// the caller asked for no window: an HTTP client wants the whole original, not the tool's first page).
+    pub async fn answer_window(
+        &self,
+        tenant: &str,
+        request_id: &str,
+        args: &ExpandArgs,
+        max_chars: usize,
+    ) -> Answer {
         match self.find(tenant, &args.hash).await {
             Ok(FindResult::Found { hash, tool, text }) => {
-                let out = window::render(&text, args, self.settings.max_chars, &hash);
+                let out = window::render(&text, args, max_chars, &hash);
                 // Suggestions count what the model was shown (the window), not the whole original.
                 self.after_hit(tenant, &hash, &tool, &out);
                 self.account(tenant, request_id, Some(hash), out, true)

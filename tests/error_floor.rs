@@ -1,0 +1,226 @@
+//! What compression promises a user debugging a failure, through the running proxy: a failing test run reaches
+//! the upstream much smaller with every traceback and verdict line intact; text that only resembles a marker is
+//! left alone; the side endpoint returns whole originals; and each output is decided once per conversation — a
+//! small saving waits until the conversation already pays for the expand tool, and a verbatim decision holds.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use ctxgate::mock::MockHandle;
+use ctxgate::report::measure::{Tokens, error_lines, kept_lines};
+use serde_json::{Value, json};
+
+async fn post(proxy: &Proxy, body: &Value) -> reqwest::Response {
+    client()
+        .post(proxy.v1("/responses"))
+        .header("authorization", "Bearer sk-floor")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+fn sent(mock: &MockHandle) -> Vec<Value> {
+    mock.state
+        .received()
+        .iter()
+        .filter(|r| r.path == "/v1/responses")
+        .map(|r| r.json().unwrap())
+        .collect()
+}
+
+fn output_of(request: &Value, call_id: &str) -> String {
+    request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
+        .and_then(|i| i["output"].as_str())
+        .unwrap()
+        .to_string()
+}
+
+/// A pytest run of a few hundred KB: thousands of passing tests, two failures with tracebacks and assertion
+/// explanations, a crash traceback in the middle, and the summary.
+fn failing_pytest_log() -> String {
+    let mut log = String::from(
+        "<returncode>1</returncode>\n<output>\n============================= test session starts ==============================\nplatform linux -- Python 3.11.7, pytest-8.3.4, pluggy-1.5.0\nrootdir: /testbed\ncollected 4002 items\n\n",
+    );
+    for i in 0..4000 {
+        log.push_str(&format!(
+            "tests/test_models.py::TestModel::test_case_{i:04} PASSED                       [{:3}%]\n",
+            i / 40
+        ));
+        if i == 2000 {
+            log.push_str("Traceback (most recent call last):\n  File \"/testbed/app/worker.py\", line 88, in run\n    self.step()\n  File \"/testbed/app/worker.py\", line 41, in step\n    raise RuntimeError(\"worker lost\")\nRuntimeError: worker lost\n");
+        }
+    }
+    log.push_str(
+        "\n=================================== FAILURES ===================================\n",
+    );
+    for name in ["test_parse_dates", "test_roundtrip"] {
+        log.push_str(&format!(
+            "_________________________________ {name} _________________________________\n\n    def {name}():\n        value = parse('2024-01-01')\n>       assert value.year == 2023\nE       AssertionError: assert 2024 == 2023\nE        +  where 2024 = datetime.date(2024, 1, 1).year\n\ntests/test_models.py:{}: AssertionError\n",
+            name.len() * 7
+        ));
+    }
+    log.push_str("=========================== short test summary info ============================\nFAILED tests/test_models.py::test_parse_dates - AssertionError: assert 2024 == 2023\nFAILED tests/test_models.py::test_roundtrip - AssertionError: assert 2024 == 2023\n======================== 2 failed, 4000 passed in 41.20s ========================\n</output>");
+    log
+}
+
+#[tokio::test]
+async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let log = failing_pytest_log();
+    assert!(log.len() > 300_000);
+    let body = json!({
+        "model": "mock-ok",
+        "prompt_cache_key": "floor-pytest",
+        "input": [
+            {"role": "user", "content": "Make the date tests pass."},
+            {"type": "function_call", "call_id": "t1", "name": "shell", "arguments": "{\"command\":\"pytest tests\"}"},
+            {"type": "function_call_output", "call_id": "t1", "output": log}
+        ]
+    });
+    assert_eq!(post(&proxy, &body).await.status(), 200);
+    let received = output_of(&sent(&mock)[0], "t1");
+    // Every error line, every traceback line and the verdict.
+    let errors = error_lines(&log);
+    assert!(errors.len() > 10);
+    assert_eq!(kept_lines(&errors, &received), errors.len());
+    for line in [
+        "  File \"/testbed/app/worker.py\", line 41, in step",
+        "    raise RuntimeError(\"worker lost\")",
+        ">       assert value.year == 2023",
+        "E        +  where 2024 = datetime.date(2024, 1, 1).year",
+        "======================== 2 failed, 4000 passed in 41.20s ========================",
+        "</output>",
+    ] {
+        assert!(
+            received.split('\n').any(|l| l == line),
+            "{line:?} not visible"
+        );
+    }
+    let mut tokens = Tokens::new();
+    let (before, after) = (tokens.count(&log), tokens.count(&received));
+    assert!(after * 10 <= before * 3, "only {before} -> {after} tokens");
+    // The same log with the old behaviour configured is sent whole.
+    let mock2 = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock2));
+    opts.raw.compress.failures = Some("verbatim".into());
+    let verbatim = start_proxy_with(opts).await;
+    assert_eq!(post(&verbatim, &body).await.status(), 200);
+    assert_eq!(output_of(&sent(&mock2)[0], "t1"), log);
+}
+
+#[tokio::test]
+async fn text_that_resembles_a_marker_reaches_the_upstream_unchanged() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let body = r#"{"model":"mock-ok","input":[{"role":"user","content":"What does <<ctxzip:zzzz>> or <<ctxzip:abcdef>> mean?"}],"tools":[{"type":"function","name":"shell","parameters":{}}]}"#;
+    let resp = client()
+        .post(proxy.v1("/responses"))
+        .header("authorization", "Bearer sk-floor")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let received = mock.state.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].body.as_ref(), body.as_bytes());
+}
+
+#[tokio::test]
+async fn the_side_endpoint_returns_the_whole_original() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let log = failing_pytest_log();
+    let body = json!({
+        "model": "mock-ok",
+        "input": [
+            {"role": "user", "content": "Run the tests."},
+            {"type": "function_call", "call_id": "t1", "name": "shell", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "t1", "output": log}
+        ]
+    });
+    assert_eq!(post(&proxy, &body).await.status(), 200);
+    let hash = ctxgate::ctxzip::hash_of(&log);
+    let get = |q: &'static str| {
+        client()
+            .get(format!("{}{q}", proxy.v1(&format!("/ctxzip/{hash}"))))
+            .header("authorization", "Bearer sk-floor")
+            .send()
+    };
+    let whole = get("").await.unwrap().text().await.unwrap();
+    assert_eq!(whole, log);
+    let window = get("?limit=1000").await.unwrap().text().await.unwrap();
+    assert!(window.len() < 2000 && window.starts_with("<returncode>1</returncode>"));
+}
+
+/// About `tokens` estimated tokens of a passing log that compresses well.
+fn passing_log(tag: &str, lines: usize) -> String {
+    (0..lines)
+        .map(|i| {
+            format!(
+                "[{tag}] step {i:05} finished in 0.{:03}s, cache warm\n",
+                i % 997
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store_path = dir.path().join("threshold.redb");
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.store_path = Some(store_path.clone());
+    let proxy = start_proxy_with(opts).await;
+    // Saves a few hundred estimated tokens: less than the first marker's cost (min_saved_tokens, 512).
+    let small = passing_log("small", 60);
+    let big = passing_log("big", 2000);
+    let second_small = passing_log("again", 60);
+    let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
+    let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
+    let mut input = vec![
+        json!({"role": "user", "content": "Build it."}),
+        call("a"),
+        out("a", &small),
+    ];
+    let turn = |input: &Vec<Value>| json!({"model": "mock-ok", "prompt_cache_key": "threshold", "input": input});
+    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
+    input.extend([call("b"), out("b", &big)]);
+    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
+    input.extend([call("c"), out("c", &second_small)]);
+    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
+    let requests = sent(&mock);
+    assert_eq!(requests.len(), 3);
+    // Turn 1: alone, the small output cannot pay for the tool: verbatim, and no tool offered.
+    assert_eq!(output_of(&requests[0], "a"), small);
+    assert!(requests[0].get("tools").is_none());
+    // Turn 2: the big output pays; the small one keeps the decision made at first sight (prefix stability).
+    assert_eq!(output_of(&requests[1], "a"), small);
+    assert!(ctxgate::ctxzip::contains_marker(&output_of(
+        &requests[1],
+        "b"
+    )));
+    // Turn 3: the conversation carries the tool now, so a small saving pays for its own marker.
+    assert_eq!(output_of(&requests[2], "a"), small);
+    assert_eq!(output_of(&requests[2], "b"), output_of(&requests[1], "b"));
+    assert!(ctxgate::ctxzip::contains_marker(&output_of(
+        &requests[2],
+        "c"
+    )));
+    // The verbatim decision survives a restart: a new proxy on the same store sends turn 3 the same way.
+    proxy.stop().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.store_path = Some(store_path);
+    let again = start_proxy_with(opts).await;
+    assert_eq!(post(&again, &turn(&input)).await.status(), 200);
+    let after_restart = sent(&mock);
+    assert_eq!(after_restart[3]["input"], requests[2]["input"]);
+}
