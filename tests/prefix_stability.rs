@@ -157,6 +157,9 @@ async fn what_must_stay_verbatim_stays_verbatim() {
     let mock = start_mock().await;
     let mut opts = ProxyOptions::new(&mock_url(&mock));
     opts.raw.compress.exclude_tools = Some(vec!["read_file".into()]);
+    // Failing outputs are compressed around their error regions by default (tests/error_floor.rs); the old
+    // behaviour, kept by this setting, sends them whole.
+    opts.raw.compress.failures = Some("verbatim".into());
     opts.raw.fold.mode = Some("off".into()); // this transcript is over the fold budget: only compression is tested
     let proxy = start_proxy_with(opts).await;
     let log = corpus("cargo_build_vv.log");
