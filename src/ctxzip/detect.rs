@@ -35,6 +35,9 @@ pub fn detect(text: &str) -> Kind {
     if f.nonempty >= 3 && f.search * 10 >= f.nonempty * 6 {
         return Kind::Search;
     }
+    if f.nonempty >= 3 && f.json_records * 10 >= f.nonempty * 8 {
+        return Kind::JsonLines;
+    }
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
@@ -77,6 +80,8 @@ struct Features {
     code: usize,
     log: usize,
     errors: usize,
+    /// Lines that are one JSON object each (`{…}`): a JSON Lines stream.
+    json_records: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
     first_diff_header: Option<usize>,
 }
@@ -97,6 +102,10 @@ impl Features {
                     || line.starts_with("Index: "))
             {
                 f.first_diff_header = Some(f.nonempty - 1);
+            }
+            let t = line.trim();
+            if t.starts_with('{') && t.ends_with('}') && t.len() >= 2 {
+                f.json_records += 1;
             }
             if line.starts_with("diff --git ") {
                 f.diff_files += 1;
@@ -323,6 +332,8 @@ mod tests {
         let log = "   Compiling a v1\n   Compiling b v1\n    Finished dev\n";
         assert_eq!(detect(log), Kind::Log);
         assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
+        let events = "{\"Action\":\"run\",\"Test\":\"A\"}\n{\"Action\":\"pass\",\"Test\":\"A\"}\n{\"Action\":\"run\",\"Test\":\"B\"}\n";
+        assert_eq!(detect(events), Kind::JsonLines);
     }
 
     #[test]

@@ -35,6 +35,22 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     compress_with(text, ctx, &LOG, tally)
 }
 
+/// JSON Lines: a record is a line. Few head records (the run's start), the last records (its verdict), every error
+/// event with the records around it (a failing test's output events surround its `fail` event).
+const JSON_LINES: Params = Params {
+    head: 3,
+    tail: 6,
+    before: 2,
+    after: 2,
+    max_context: 200,
+    max_relevant: 10,
+    regions: false,
+};
+
+pub(crate) fn compress_json_lines(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    compress_with(text, ctx, &JSON_LINES, tally)
+}
+
 /// Compresses a failing output around its error regions (whatever its detected line kind).
 pub(crate) fn compress_failing(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
     compress_with(text, ctx, &FAILING, tally)

@@ -62,6 +62,9 @@ pub enum Kind {
     Search,
     /// Logs and build output: head, tail, errors with context.
     Log,
+    /// JSON Lines event streams (`go test -json`, `dart test --reporter json`, structured logs): one record per
+    /// line; head and tail records, every error event and its neighbours.
+    JsonLines,
     /// Source code: verbatim unless `compress_code`.
     Code,
     /// Anything else line-shaped: listings, prose, key-value dumps, cut-off JSON.
@@ -77,6 +80,7 @@ impl Kind {
             Kind::Diff => "diff",
             Kind::Search => "search",
             Kind::Log => "log",
+            Kind::JsonLines => "json_lines",
             Kind::Code => "code",
             Kind::Lines => "lines",
         }
@@ -117,7 +121,7 @@ pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
     let failing = verbatim::looks_like_error_output(original);
     let mut tally = Tally::default();
     let mut kind = detected;
-    let first = if failing && matches!(detected, Kind::Log | Kind::Lines) {
+    let first = if failing && matches!(detected, Kind::Log | Kind::Lines | Kind::JsonLines) {
         kind = Kind::Log;
         logs::compress_failing(body, &ctx, &mut tally)
     } else {
@@ -191,6 +195,7 @@ pub(crate) fn compress_kind(
         Kind::Diff => diff::compress(text, ctx, tally),
         Kind::Search => search::compress(text, ctx, tally),
         Kind::Log => logs::compress(text, ctx, tally),
+        Kind::JsonLines => logs::compress_json_lines(text, ctx, tally),
         Kind::Lines => lines::compress(text, ctx, tally),
         Kind::Code if ctx.compress_code => code::compress(text, ctx, tally),
         Kind::Code => None,
@@ -323,7 +328,7 @@ impl Tally {
             Kind::JsonArray | Kind::JsonObject => Unit::Rows,
             Kind::Search => Unit::Matches,
             Kind::Code => Unit::Bodies,
-            Kind::Diff | Kind::Log | Kind::Lines => Unit::Lines,
+            Kind::Diff | Kind::Log | Kind::Lines | Kind::JsonLines => Unit::Lines,
         };
         let unit = std::iter::once(preferred)
             .chain(Unit::ALL)
