@@ -10,7 +10,7 @@ use super::jscan::{Member, Span, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
 use super::relevance::{is_error_line, is_floor_line};
 use super::truncate::shorten_to;
-use super::{Ctx, Kind, Tally, compress_kind, detect};
+use super::{Ctx, Kind, Tally, Unit, compress_kind, detect};
 
 /// Nesting levels of containers compressed inside one another; deeper values are copied.
 const MAX_NEST: usize = 6;
@@ -84,7 +84,29 @@ fn compress_object(
     }
     let mut out = String::new();
     let mut copied_to = span.start;
-    for m in &members {
+    let links: Vec<bool> = members.iter().map(|m| is_link(text, m)).collect();
+    let n_links = links.iter().filter(|l| **l).count();
+    let strip_links = n_links >= LINKS_MIN;
+    let mut link_marker_written = false;
+    let mut prev_end = span.start;
+    for (i, m) in members.iter().enumerate() {
+        if strip_links && links[i] {
+            if link_marker_written {
+                // Drop the member with the separator before it, so the rest keeps its formatting.
+                out.push_str(text.get(copied_to..prev_end.max(copied_to))?);
+            } else {
+                out.push_str(text.get(copied_to..m.key.start)?);
+                out.push_str(LINKS_KEY);
+                out.push_str(text.get(m.key.end..m.value.start)?);
+                out.push_str(&serde_json::to_string(&ctx.marker(n_links, Unit::Keys)).ok()?);
+                tally.add(Unit::Keys, n_links);
+                link_marker_written = true;
+            }
+            copied_to = m.value.end;
+            prev_end = m.value.end;
+            continue;
+        }
+        prev_end = m.value.end;
         if m.value.len() < FIELD_MIN.min(STRING_MIN) {
             continue;
         }
@@ -99,6 +121,30 @@ fn compress_object(
     }
     out.push_str(text.get(copied_to..span.end)?);
     Some(out)
+}
+
+/// A record with at least this many link members (`*_url` keys holding URLs) has them offloaded.
+const LINKS_MIN: usize = 4;
+/// The member that stands for an object's offloaded links.
+const LINKS_KEY: &str = "\"ctxzip_links\"";
+
+/// A link member: a `*_url` key (not `url`/`html_url`, which name the resource itself) whose value is an
+/// absolute URL. API answers (GitHub's above all) repeat dozens of them per object, each derivable from the
+/// resource's own URL; a line holding an error word is never one (the error floor).
+fn is_link(text: &str, m: &Member) -> bool {
+    let Some(key) = plain_str(text, m.key) else {
+        return false;
+    };
+    if !key.ends_with("_url") || key == "html_url" {
+        return false;
+    }
+    let Some(value) = plain_str(text, m.value) else {
+        return false;
+    };
+    (value.starts_with("https://") || value.starts_with("http://"))
+        && !text
+            .get(m.key.start..m.value.end)
+            .is_some_and(is_floor_line)
 }
 
 /// Whether an object is a map (keys are data: model names, versions, paths) rather than a record (keys are
@@ -166,6 +212,34 @@ mod tests {
     fn run(t: &str) -> Option<String> {
         let ctx = Ctx::new("0123456789ab".into(), &Options::default());
         compress_document(t, &ctx, 0, &mut Tally::default())
+    }
+
+    #[test]
+    fn link_members_are_offloaded_behind_one_marker_member() {
+        let mut obj = serde_json::Map::new();
+        obj.insert("id".into(), 7.into());
+        obj.insert("url".into(), "https://api.example.com/repos/a/b".into());
+        for k in ["forks", "keys", "tags", "hooks", "issues", "pulls", "events", "labels"] {
+            obj.insert(
+                format!("{k}_url"),
+                format!("https://api.example.com/repos/a/b/{k}{{/number}}").into(),
+            );
+        }
+        obj.insert("errors_url".into(), "https://api.example.com/errors".into());
+        obj.insert("name".into(), "b".into());
+        let text = serde_json::to_string_pretty(&serde_json::Value::Object(obj)).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["name"], "b");
+        assert_eq!(v["url"], "https://api.example.com/repos/a/b");
+        assert!(v.get("forks_url").is_none() && v.get("labels_url").is_none());
+        // A line with an error word stays (the error floor), whatever its key.
+        assert_eq!(v["errors_url"], "https://api.example.com/errors");
+        assert_eq!(
+            find_markers(v["ctxzip_links"].as_str().unwrap_or_default()),
+            vec![("0123456789ab".to_string(), "8_keys_offloaded".to_string())]
+        );
     }
 
     #[test]
