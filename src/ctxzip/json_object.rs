@@ -219,7 +219,9 @@ mod tests {
         let mut obj = serde_json::Map::new();
         obj.insert("id".into(), 7.into());
         obj.insert("url".into(), "https://api.example.com/repos/a/b".into());
-        for k in ["forks", "keys", "tags", "hooks", "issues", "pulls", "events", "labels"] {
+        for k in [
+            "forks", "keys", "tags", "hooks", "issues", "pulls", "events", "labels",
+        ] {
             obj.insert(
                 format!("{k}_url"),
                 format!("https://api.example.com/repos/a/b/{k}{{/number}}").into(),
@@ -227,7 +229,8 @@ mod tests {
         }
         obj.insert("errors_url".into(), "https://api.example.com/errors".into());
         obj.insert("name".into(), "b".into());
-        let text = serde_json::to_string_pretty(&serde_json::Value::Object(obj)).unwrap_or_default();
+        let text =
+            serde_json::to_string_pretty(&serde_json::Value::Object(obj)).unwrap_or_default();
         let out = run(&text).unwrap_or_default();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
         assert_eq!(v["id"], 7);

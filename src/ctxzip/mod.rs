@@ -116,7 +116,9 @@ pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
         return None;
     }
     let ctx = Ctx::new(hash_of(original), opts);
-    let (header, body) = split_exec_header(original);
+    let (exec_header, rest) = split_exec_header(original);
+    let (http_head, body) = split_http_head(rest);
+    let header = &original[..exec_header.len() + http_head.len()];
     let detected = detect(body);
     let failing = verbatim::looks_like_error_output(original);
     let mut tally = Tally::default();
@@ -242,6 +244,24 @@ fn split_exec_header(text: &str) -> (&str, &str) {
     ("", text)
 }
 
+/// An HTTP response printed whole (`curl -i`, `http --print=hb`): the status line and headers stay verbatim and
+/// the body is compressed as what it is (JSON, HTML, a log), so a large body no longer hides behind a head that
+/// no compressor recognises.
+fn split_http_head(text: &str) -> (&str, &str) {
+    if !text.starts_with("HTTP/") {
+        return ("", text);
+    }
+    for sep in ["\r\n\r\n", "\n\n"] {
+        if let Some(at) = text.find(sep) {
+            let head = &text[..at + sep.len()];
+            if head.lines().count() <= 100 {
+                return text.split_at(at + sep.len());
+            }
+        }
+    }
+    ("", text)
+}
+
 /// Per-call context shared by all compressors.
 pub(crate) struct Ctx {
     /// `hash_of(original)` for the whole input: every marker carries it.
@@ -351,6 +371,28 @@ mod tests {
             split_exec_header("hello\nOutput:\nx").1,
             "hello\nOutput:\nx"
         );
+    }
+
+    #[test]
+    fn an_http_response_keeps_its_head_and_compresses_its_body() {
+        let rows: Vec<String> = (0..300)
+            .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\",\"state\":\"open\"}}"))
+            .collect();
+        let text = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 42\r\n\r\n[{}]",
+            rows.join(",")
+        );
+        assert_eq!(split_http_head(&text).0.lines().count(), 4);
+        let c = compress(&text, &Options::default());
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert_eq!(c.kind, Kind::JsonArray);
+        assert!(c.text.starts_with(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 42\r\n\r\n["
+        ));
+        let body = &c.text[split_http_head(&c.text).0.len()..];
+        assert!(serde_json::from_str::<serde_json::Value>(body).is_ok());
+        assert_eq!(split_http_head("no head"), ("", "no head"));
     }
 
     #[test]
