@@ -122,3 +122,31 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
         ttl: Duration::from_secs(ttl_secs),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_and_item_threshold_resolve_with_clear_errors() {
+        let d = resolve(RawCompress::default());
+        assert!(
+            matches!(d, Ok(ref s) if s.failures == Failures::Regions && s.min_item_saved_tokens == DEFAULT_MIN_ITEM_SAVED_TOKENS)
+        );
+        let verbatim = resolve(RawCompress {
+            failures: Some("verbatim".into()),
+            min_item_saved_tokens: Some(10),
+            ..RawCompress::default()
+        });
+        assert!(
+            matches!(verbatim, Ok(ref s) if s.failures == Failures::Verbatim && s.min_item_saved_tokens == 10)
+        );
+        let bad = resolve(RawCompress {
+            failures: Some("drop".into()),
+            ..RawCompress::default()
+        });
+        assert!(
+            matches!(bad, Err(ConfigError::Invalid { ref key, ref message }) if key == "compress.failures" && message.contains("regions"))
+        );
+    }
+}
