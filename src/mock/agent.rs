@@ -5,7 +5,7 @@
 //! a fold always keeps verbatim.
 //!
 //! - `mock-agent-shell`: until a tool output follows the last user message, calls the client's shell tool with
-//!   [`SHELL_COMMAND`] (a command that prints about 48 KB of varied log lines); then answers [`SHELL_DONE_TEXT`].
+//!   [`SHELL_COMMAND`] (a command that prints about 75 KB of varied log lines); then answers [`SHELL_DONE_TEXT`].
 //!   The shell tool is the first of `exec_command` (Codex CLI), `shell`, `local_shell`-style function tools named
 //!   like a shell, else the first function tool.
 //! - `mock-agent-loop`: calls the first function tool with `{"page": N}`, N one more than the `page` of the last
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::input;
 use super::scenario::Item;
 
-/// Prints 1000 log lines (about 48 KB), each different, with a warning every 97th and no error: the output is
+/// Prints 1000 log lines (about 75 KB), each different, with a warning every 97th and no error: the output is
 /// compressible and the command exits 0. Needs only `awk`.
 pub const SHELL_COMMAND: &str = "awk 'BEGIN { for (i = 1; i <= 1000; i++) { lvl = (i % 97 == 0) ? \"WARN\" : \"INFO\"; printf \"2026-01-01T00:%02d:%02d %s worker-%d request %06d served in %d ms bytes=%d\\n\", (i / 60) % 60, i % 60, lvl, i % 7, i * 7919 % 1000000, (i * 37) % 1000, (i * 7919) % 65536 } }'";
 /// The final answer of `mock-agent-shell`.

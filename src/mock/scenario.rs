@@ -20,7 +20,7 @@
 //! | `mock-summary-toolarge` | `SUMMARY: ...` longer than the whole request body |
 //! | `mock-summary-incomplete` | status `incomplete` with a partial summary |
 //! | `mock-nocompact` | like `mock-ok`, but `/v1/responses/compact` answers 404 |
-//! | `mock-agent-shell` | calls the client's shell tool with a command printing ~48 KB of logs, then a fixed text |
+//! | `mock-agent-shell` | calls the client's shell tool with a command printing ~75 KB of logs, then a fixed text |
 //! | `mock-agent-loop` | calls the first function tool with `{"page": N}` for N = 1..=8, then a fixed text |
 
 use serde_json::{Value, json};
