@@ -286,10 +286,9 @@ fn run_agents(py: &str, base_url: &str, headers: &[&str]) -> Output {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/agents_check.py");
     let mut cmd = Command::new(py);
     cmd.arg(script)
-        .arg(base_url)
+        .env("OPENAI_BASE_URL", base_url)
         .env("OPENAI_API_KEY", "sk-agents-e2e")
-        .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
-        .env_remove("OPENAI_BASE_URL");
+        .env("OPENAI_AGENTS_DISABLE_TRACING", "1");
     for h in headers {
         cmd.arg("--header").arg(h);
     }

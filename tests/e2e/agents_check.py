@@ -3,19 +3,22 @@
 
 The agent has one function tool, `fetch_logs(page)`, that returns about 70 KB of log lines per page; the mock calls it
 for pages 1..8 and then answers. The client is the snippet the README shows ("Use with your agent"): an
-`AsyncOpenAI` pointed at ctxgate, made the SDK's default, with the Responses API.
+`AsyncOpenAI()` that finds ctxgate through OPENAI_BASE_URL, made the SDK's default, with the Responses API.
 
-Usage: agents_check.py BASE_URL [--header NAME=VALUE]...   (OPENAI_API_KEY must be set; any value works with the
-mock). Prints one "ok" line per check; exits non-zero on the first problem.
+Usage: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=sk-... agents_check.py [--header NAME=VALUE]...
+(any key works with the mock). Prints one "ok" line per check; exits non-zero on the first problem.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from agents import (
     Agent,
+    ModelSettings,
+    RunConfig,
     Runner,
     function_tool,
     set_default_openai_api,
@@ -51,12 +54,11 @@ def fetch_logs(page: int) -> str:
 
 
 async def main() -> int:
-    if len(sys.argv) < 2:
+    if not os.environ.get("OPENAI_BASE_URL"):
         print(__doc__, file=sys.stderr)
         return 2
-    base_url = sys.argv[1]
     headers: dict[str, str] = {}
-    args = sys.argv[2:]
+    args = sys.argv[1:]
     while args:
         flag = args.pop(0)
         if flag != "--header" or not args or "=" not in args[0]:
@@ -65,8 +67,9 @@ async def main() -> int:
         name, value = args.pop(0).split("=", 1)
         headers[name] = value
 
+    # Only the tests' extra headers (x-ctxgate-budget, x-ctxgate-bypass) are not in the README's snippet.
     # --- the README's snippet -----------------------------------------------------------------------------------
-    client = AsyncOpenAI(base_url=base_url, default_headers=headers or None)
+    client = AsyncOpenAI()  # OPENAI_BASE_URL=http://127.0.0.1:8080/v1 (ctxgate), OPENAI_API_KEY
     set_default_openai_client(client)
     set_default_openai_api("responses")
     set_tracing_disabled(True)
@@ -76,7 +79,12 @@ async def main() -> int:
         model=MODEL,
         tools=[fetch_logs],
     )
-    result = await Runner.run(agent, "How many requests did the service serve?", max_turns=PAGES + 4)
+    result = await Runner.run(
+        agent,
+        "How many requests did the service serve?",
+        max_turns=PAGES + 4,
+        run_config=RunConfig(model_settings=ModelSettings(extra_headers=headers)) if headers else None,
+    )
     # ---------------------------------------------------------------------------------------------------------------
 
     if result.final_output != EXPECTED:
