@@ -56,7 +56,7 @@ echo "BUILD_IMAGE=$BUILD_IMAGE RUNTIME_IMAGE=$RUNTIME_IMAGE"
 step "docker build (the Dockerfile unchanged, only its base-image build args set)"
 build_start=$SECONDS
 docker build --build-arg "BUILD_IMAGE=$BUILD_IMAGE" --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" -t "$IMAGE" . \
-  2>&1 | grep -vE '^\s*(Compiling|Downloaded|Downloading) ' || die "docker build failed"
+  2>&1 | grep -vE '(Compiling|Downloaded|Downloading) [a-z]' || die "docker build failed"
 docker image inspect "$IMAGE" >/dev/null || die "docker build failed"
 echo "docker build took $((SECONDS - build_start)) s; image $(docker image inspect -f '{{.Size}}' "$IMAGE") bytes"
 

@@ -59,7 +59,8 @@ if ! have_image "$BUILD_IMAGE"; then
   log "$BUILD_IMAGE: the crates of Cargo.lock vendored, cargo offline"
   CTX="$(mktemp -d)"
   trap 'rm -rf "$CTX"' EXIT
-  cargo vendor --locked --versioned-dirs "$CTX/vendor" >/dev/null
+  cargo vendor --locked --versioned-dirs "$CTX/vendor" >/dev/null 2>"$CACHE/vendor.log" \
+    || { tail -20 "$CACHE/vendor.log" >&2; exit 1; }
   cat >"$CTX/config.toml" <<'TOML'
 [source.crates-io]
 replace-with = "vendored-sources"
