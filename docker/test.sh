@@ -72,13 +72,13 @@ teardown() {
 }
 trap teardown EXIT
 
-wait_healthy() {  # SERVICE URL: until /healthz answers and the engine reports the HEALTHCHECK healthy
+wait_healthy() {  # SERVICE URL: until URL answers 2xx and the engine reports the service's healthcheck healthy
   local service="$1" url="$2" id state=""
   id="$("${COMPOSE[@]}" ps -q "$service")"
   [ -n "$id" ] || die "$service is not running"
   for _ in $(seq 1 90); do
     state="$(docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$id")"
-    if [ "$state" = healthy ] && curl -sf "$url/healthz" >/dev/null; then
+    if [ "$state" = healthy ] && curl -sf "$url" >/dev/null; then
       echo "$service: healthy ($url)"
       return 0
     fi
@@ -91,9 +91,9 @@ step "docker-compose --profile demo up"
 "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
 "${COMPOSE[@]}" up -d
 "${COMPOSE[@]}" ps
-wait_healthy ctxgate "$PROXY"
-wait_healthy ctxgate-demo "$DEMO"
-wait_healthy mock "$MOCK/v1"
+wait_healthy ctxgate "$PROXY/healthz"
+wait_healthy ctxgate-demo "$DEMO/healthz"
+wait_healthy mock "$MOCK/v1/models"
 
 step "the containers run as a non-root user"
 for service in ctxgate ctxgate-demo mock; do
@@ -138,7 +138,7 @@ echo "ok   stop took ${stop_secs} s; the in-flight stream got all $deltas deltas
 step "the store survives docker-compose down && up (same named volume)"
 "${COMPOSE[@]}" down
 "${COMPOSE[@]}" up -d
-wait_healthy ctxgate-demo "$DEMO"
+wait_healthy ctxgate-demo "$DEMO/healthz"
 code="$(curl -s -o /tmp/ctxgate-ci-original.out -w '%{http_code}' "$DEMO/v1/ctxzip/$HASH" -H 'authorization: Bearer sk-smoke')"
 [ "$code" = 200 ] || die "after down && up, GET /v1/ctxzip/$HASH answered $code"
 grep -q '^smoke run ' /tmp/ctxgate-ci-original.out || die "after down && up, the original of $HASH is not the smoke log"
