@@ -117,6 +117,25 @@ for path in /healthz /readyz; do
   echo "ok   ctxgate $path: 200"
 done
 
+step "config: a file mounted over /etc/ctxgate/ctxgate.toml is read, CTXGATE_* variables win over it"
+conf_dir="$(mktemp -d)"
+printf '[server]\nnot_a_setting = 1\n' >"$conf_dir/ctxgate.toml"
+chmod 0755 "$conf_dir"
+chmod 0644 "$conf_dir/ctxgate.toml"
+out="$(docker run --rm -v "$conf_dir/ctxgate.toml:/etc/ctxgate/ctxgate.toml:ro" "$IMAGE" 2>&1 || true)"
+grep -q 'not_a_setting' <<<"$out" || die "the mounted config was not read: $out"
+echo "ok   a mounted config is read (start refused: $(grep -o 'unknown.*not_a_setting[^ ]*' <<<"$out" | head -n 1))"
+env_port=$((BASE_PORT + 2))
+docker rm -f ctxgate-ci-env >/dev/null 2>&1 || true
+docker run -d --name ctxgate-ci-env -e CTXGATE_SERVER_MAX_BODY_BYTES=1000 -p "127.0.0.1:$env_port:8080" "$IMAGE" >/dev/null
+for _ in $(seq 1 30); do curl -sf "http://127.0.0.1:$env_port/healthz" >/dev/null && break; sleep 1; done
+big="$(printf '{"model":"mock-ok","input":"%02000d"}' 0)"
+code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$env_port/v1/responses" -H 'content-type: application/json' -d "$big")"
+docker rm -f ctxgate-ci-env >/dev/null
+rm -rf "$conf_dir"
+[ "$code" = 413 ] || die "CTXGATE_SERVER_MAX_BODY_BYTES=1000 did not apply: a 2 KB body got $code"
+echo "ok   CTXGATE_SERVER_MAX_BODY_BYTES=1000 over the baked-in file: a 2 KB body gets 413"
+
 step "docker-compose stop lets an in-flight stream finish"
 curl -sN --max-time 60 "$DEMO/v1/responses" -H 'authorization: Bearer sk-smoke' -H 'content-type: application/json' \
   -d '{"model":"mock-slow","stream":true,"input":"a slow stream across a stop"}' >/tmp/ctxgate-ci-stream.out &
