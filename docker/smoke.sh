@@ -11,7 +11,8 @@
 #
 # Environment:
 #   SMOKE_MOCK_URL      base URL of the ctxgate-mock behind the ctxgate (e.g. http://127.0.0.1:8090): also check,
-#                       in the mock's record (/__mock/requests), what the upstream really received
+#                       in the mock's record (/__mock/requests, cleared before those checks), what the upstream
+#                       really received
 #   SMOKE_API_KEY       the key sent as "Authorization: Bearer" (default sk-smoke; a client key in proxy-held mode)
 #   SMOKE_MODEL         the model of the plain, streamed, compressed and folded requests (default mock-ok)
 #   SMOKE_ERROR_MODEL   a model the upstream answers with an error (default mock-error-429) ...
