@@ -89,7 +89,7 @@ fn outputs(turn: &Value) -> Vec<String> {
 
 fn codex_binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CTXGATE_CODEX") {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -224,7 +224,7 @@ async fn codex_cli_exec_through_ctxgate() {
     let Some(codex) = codex_binary() else {
         skip_or_fail(
             "codex_cli_exec_through_ctxgate",
-            "the Codex CLI (`codex`, npm @openai/codex) is not on PATH and CTXGATE_CODEX is unset",
+            "the Codex CLI (`codex`, npm @openai/codex) is not on PATH, or CTXGATE_CODEX names no file",
         );
         return;
     };
