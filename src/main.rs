@@ -33,6 +33,8 @@ enum Command {
     /// Run a corpus of tool outputs and transcripts through the proxy's stages and report tokens saved,
     /// error lines kept and time taken.
     Report(ReportArgs),
+    /// Probe a running ctxgate: exit 0 when the URL answers 2xx within the timeout (the image's HEALTHCHECK).
+    Health(HealthCmd),
 }
 
 #[derive(clap::Args)]
@@ -54,6 +56,16 @@ struct ReportArgs {
     /// Print JSON (every row) instead of the tables.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Args)]
+struct HealthCmd {
+    /// The URL to probe.
+    #[arg(long, default_value = "http://127.0.0.1:8080/healthz")]
+    url: String,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    timeout_ms: u64,
 }
 
 #[derive(clap::Args)]
@@ -168,6 +180,7 @@ fn main() -> ExitCode {
             .await
             .map_err(|e| e.to_string())
         }),
+        Command::Health(args) => offline(health(args)),
         Command::Stats(args) => offline(async move {
             let config = args.store.config().map_err(|e| e.to_string())?;
             let stats = ctxgate::offline::stats(&config.store_path, &config.compress.keep_patterns)
@@ -212,6 +225,25 @@ fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => fail(&e),
         }
     })
+}
+
+/// `ctxgate health`: one GET, success on a 2xx status.
+async fn health(args: HealthCmd) -> Result<String, String> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(args.timeout_ms))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let res = client
+        .get(&args.url)
+        .send()
+        .await
+        .map_err(|e| format!("{}: {e}", args.url))?;
+    let status = res.status();
+    if status.is_success() {
+        Ok(format!("{} {status}", args.url))
+    } else {
+        Err(format!("{} answered {status}", args.url))
+    }
 }
 
 /// Runs an offline command and prints its text.

@@ -182,3 +182,38 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
         "{err}"
     );
 }
+
+/// `ctxgate health` (the image's HEALTHCHECK): exit 0 on a 2xx, non-zero with the reason on another status or no
+/// server at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_probes_a_running_ctxgate() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let probe = |url: String| async move {
+        tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+                .args(["health", "--url", &url, "--timeout-ms", "2000"])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    let out = probe(format!("{}/healthz", proxy.url)).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("200 OK"));
+    let out = probe(format!("{}/nowhere", proxy.url)).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("answered 404"));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/healthz", closed.local_addr().unwrap());
+    drop(closed);
+    let out = probe(url).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ctxgate: error: http://"));
+    proxy.stop().await;
+}

@@ -144,6 +144,25 @@ pub(crate) fn last_function_output(req: &Value) -> Option<String> {
         .map(|i| i.get("output").map(content_text).unwrap_or_default())
 }
 
+/// Whether a `function_call_output` comes after the last user message (the tool the model asked for has answered).
+pub(crate) fn output_after_last_user(req: &Value) -> bool {
+    items(req)
+        .iter()
+        .rev()
+        .take_while(|item| !is_user_message(item))
+        .any(|item| item_type(item) == Some("function_call_output"))
+}
+
+/// Arguments (the JSON text) of the last `function_call` item of the input.
+pub(crate) fn last_call_arguments(req: &Value) -> Option<String> {
+    items(req)
+        .iter()
+        .rev()
+        .find(|i| item_type(i) == Some("function_call"))
+        .and_then(|i| i.get("arguments").and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
 /// First `n` characters (not bytes), so quoting never splits a UTF-8 sequence.
 pub(crate) fn prefix_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()

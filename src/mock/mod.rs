@@ -17,6 +17,7 @@ use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub mod agent;
 mod compact;
 mod ids;
 mod input;

@@ -20,10 +20,13 @@
 //! | `mock-summary-toolarge` | `SUMMARY: ...` longer than the whole request body |
 //! | `mock-summary-incomplete` | status `incomplete` with a partial summary |
 //! | `mock-nocompact` | like `mock-ok`, but `/v1/responses/compact` answers 404 |
+//! | `mock-agent-shell` | calls the client's shell tool with a command printing ~75 KB of logs, then a fixed text |
+//! | `mock-agent-loop` | calls the first function tool with `{"page": N}` for N = 1..=8, then a fixed text |
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::agent;
 use super::ids::hex;
 use super::input;
 
@@ -57,6 +60,10 @@ pub enum Scenario {
     SummaryTooLarge,
     SummaryIncomplete,
     NoCompact,
+    /// Drives an agent's shell tool once (see [`super::agent`]).
+    AgentShell,
+    /// Drives an agent through several function-tool turns (see [`super::agent`]).
+    AgentLoop,
 }
 
 impl Scenario {
@@ -78,6 +85,8 @@ impl Scenario {
             "mock-summary-toolarge" => Self::SummaryTooLarge,
             "mock-summary-incomplete" => Self::SummaryIncomplete,
             "mock-nocompact" => Self::NoCompact,
+            "mock-agent-shell" => Self::AgentShell,
+            "mock-agent-loop" => Self::AgentLoop,
             other => match other.strip_prefix("mock-error-").map(str::parse::<u16>) {
                 Some(Ok(code)) if (400..=599).contains(&code) => Self::Error(code),
                 // A malformed error scenario is itself a client error.
@@ -118,6 +127,8 @@ impl Scenario {
         "mock-summary-toolarge",
         "mock-summary-incomplete",
         "mock-nocompact",
+        "mock-agent-shell",
+        "mock-agent-loop",
     ];
 }
 
@@ -215,6 +226,8 @@ impl Plan {
                     Self::new(vec![expand(req)])
                 }
             }
+            Scenario::AgentShell => Self::new(vec![agent::shell(req)]),
+            Scenario::AgentLoop => Self::new(vec![agent::agent_loop(req)]),
             Scenario::Summary => message(summary(req)),
             Scenario::SummaryNoText => Self::new(Vec::new()),
             Scenario::SummaryTooLarge => message(too_large_summary(req, body_len)),
