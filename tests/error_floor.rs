@@ -12,22 +12,11 @@ use ctxgate::report::measure::{Tokens, error_lines, kept_lines};
 use serde_json::{Value, json};
 
 async fn post(proxy: &Proxy, body: &Value) -> reqwest::Response {
-    client()
-        .post(proxy.v1("/responses"))
-        .header("authorization", "Bearer sk-floor")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
+    post_responses(proxy, body, "sk-floor").await
 }
 
 fn sent(mock: &MockHandle) -> Vec<Value> {
-    mock.state
-        .received()
-        .iter()
-        .filter(|r| r.path == "/v1/responses")
-        .map(|r| r.json().unwrap())
-        .collect()
+    turn_requests(mock)
 }
 
 fn output_of(request: &Value, call_id: &str) -> String {

@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use ctxgate::mock::MockHandle;
 use serde_json::{Value, json};
 
 /// A conversation whose tool output will be compressed (so the input carries a marker).
@@ -24,22 +23,7 @@ fn conversation(model: &str, stream: bool) -> Value {
 }
 
 async fn post(proxy: &Proxy, body: &Value, key: &str) -> reqwest::Response {
-    client()
-        .post(proxy.v1("/responses"))
-        .header("authorization", format!("Bearer {key}"))
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-}
-
-fn turn_requests(mock: &MockHandle) -> Vec<Value> {
-    mock.state
-        .received()
-        .iter()
-        .filter(|r| r.path == "/v1/responses")
-        .map(|r| r.json().unwrap())
-        .collect()
+    post_responses(proxy, body, key).await
 }
 
 fn log_hash() -> String {

@@ -175,14 +175,8 @@ impl CompressStage {
                 kind: form.kind.clone(),
                 ..Default::default()
             };
-            self.put_durably(
-                Namespace::Originals,
-                ctx.tenant,
-                &hash,
-                encode_original(&meta, text),
-                expires,
-            )
-            .await?;
+            self.put_original(ctx.tenant, &hash, &meta, text, expires)
+                .await?;
         }
         let saved = form.tokens_before.saturating_sub(form.tokens_after);
         Ok(Known::Compressed(
@@ -238,14 +232,8 @@ impl CompressStage {
             tokens_before,
             tokens_after,
         };
-        self.put_durably(
-            Namespace::Originals,
-            ctx.tenant,
-            &hash,
-            encode_original(&meta, text),
-            expires,
-        )
-        .await?;
+        self.put_original(ctx.tenant, &hash, &meta, text, expires)
+            .await?;
         let form = CompressedForm {
             v: RECORD_VERSION,
             text: compressed.text.clone(),
@@ -312,6 +300,20 @@ impl CompressStage {
                 tracing::warn!(error = %e, "could not remember a verbatim decision");
             }
         });
+    }
+
+    /// Stores an original under its hash, durably: no request may carry its marker before this returns.
+    async fn put_original(
+        &self,
+        tenant: &str,
+        hash: &str,
+        meta: &OriginalMeta,
+        text: &str,
+        expires: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let record = encode_original(meta, text);
+        self.put_durably(Namespace::Originals, tenant, hash, record, expires)
+            .await
     }
 
     /// A store write that completes even if the client hangs up meanwhile.

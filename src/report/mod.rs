@@ -98,6 +98,18 @@ pub struct TranscriptRow {
     pub micros: u64,
 }
 
+impl TranscriptRow {
+    pub(crate) fn add(&mut self, o: &TranscriptRow) {
+        self.tokens_before += o.tokens_before;
+        self.tokens_after += o.tokens_after;
+        self.output_tokens_before += o.output_tokens_before;
+        self.output_tokens_after += o.output_tokens_after;
+        self.error_lines += o.error_lines;
+        self.error_lines_kept += o.error_lines_kept;
+        self.micros += o.micros;
+    }
+}
+
 /// One transcript replayed turn by turn.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReplayRow {
@@ -155,7 +167,7 @@ impl Report {
             total.add(&row.totals);
         }
         let mut by_kind: Vec<_> = kinds.into_iter().collect();
-        by_kind.sort_by(|a, b| b.1.tokens_before.cmp(&a.1.tokens_before));
+        by_kind.sort_by_key(|(_, t)| std::cmp::Reverse(t.tokens_before));
         self.by_kind = by_kind;
         self.outputs_total = total;
     }

@@ -58,13 +58,7 @@ pub fn to_text(r: &Report) -> String {
             ..Default::default()
         };
         for t in &r.transcripts {
-            total.tokens_before += t.tokens_before;
-            total.tokens_after += t.tokens_after;
-            total.output_tokens_before += t.output_tokens_before;
-            total.output_tokens_after += t.output_tokens_after;
-            total.error_lines += t.error_lines;
-            total.error_lines_kept += t.error_lines_kept;
-            total.micros += t.micros;
+            total.add(t);
         }
         for t in r.transcripts.iter().chain(std::iter::once(&total)) {
             out.push_str(&format!(

@@ -156,3 +156,28 @@ impl Proxy {
             .unwrap()
     }
 }
+
+/// POSTs `body` to the proxy's `/v1/responses` with `Bearer {key}`.
+pub async fn post_responses(
+    proxy: &Proxy,
+    body: &serde_json::Value,
+    key: &str,
+) -> reqwest::Response {
+    client()
+        .post(proxy.v1("/responses"))
+        .header("authorization", format!("Bearer {key}"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The `/v1/responses` requests the mock received, as JSON, in order.
+pub fn turn_requests(mock: &ctxgate::mock::MockHandle) -> Vec<serde_json::Value> {
+    mock.state
+        .received()
+        .iter()
+        .filter(|r| r.path == "/v1/responses")
+        .map(|r| r.json().unwrap())
+        .collect()
+}
