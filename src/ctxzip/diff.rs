@@ -1,10 +1,11 @@
 //! Unified diffs (`git diff`, `git show`, patches).
 //!
-//! In the request path a diff keeps every file header and every hunk header, and every `+`/`-` line while
-//! they fit a budget; context lines are trimmed to one on each side of a change. When the changed lines alone
-//! exceed the budget, whole hunks are offloaded — lock files and generated files first, then the largest
-//! hunks — each leaving its `@@` header and a marker with its `+a -b` churn. Error, keep-pattern and relevant
-//! lines stay visible wherever they are.
+//! In the request path a diff keeps every file header and every hunk header, and every `+`/`-` line of a real
+//! change (an agent reviews and applies what it sees); context lines are trimmed to one on each side of a change.
+//! Whole hunks go behind markers only where nothing is lost to a reader: a file that is only moved (deleted here,
+//! added there with the same lines) and, when the changed lines exceed a budget, lock files and generated files —
+//! each leaving its `@@` header and a marker with its churn. Error, keep-pattern and relevant lines stay visible
+//! wherever they are.
 
 use super::relevance::{is_error_line, is_floor_line};
 use super::{Ctx, Tally, Unit};
@@ -65,19 +66,24 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             keep[i] = true;
         }
     }
-    // Offload whole hunks while the changed lines exceed the budget.
-    let changed: usize = hunks.iter().map(|h| h.adds + h.dels).sum();
-    let mut offloaded = vec![false; hunks.len()];
+    // Every `+`/`-` line of a real change stays. What goes behind markers whole: files that are only moved (one
+    // file deleted, another added with exactly its lines) and, while the changed lines exceed the budget, the
+    // hunks of lock files and generated artefacts, largest first.
+    let moved = moved_files(&lines, &roles, &hunks, files.len());
+    let mut offloaded: Vec<bool> = hunks.iter().map(|h| moved[h.file].is_some()).collect();
+    let changed: usize = hunks
+        .iter()
+        .zip(&offloaded)
+        .filter(|(_, off)| !**off)
+        .map(|(h, _)| h.adds + h.dels)
+        .sum();
     if changed > MAX_CHANGED {
-        let mut order: Vec<usize> = (0..hunks.len()).collect();
-        order.sort_by_key(|&h| {
-            let hk = &hunks[h];
-            (
-                !is_bulk_file(files.get(hk.file).copied().unwrap_or("")),
-                std::cmp::Reverse(hk.adds + hk.dels),
-                h,
-            )
-        });
+        let mut order: Vec<usize> = (0..hunks.len())
+            .filter(|&h| {
+                !offloaded[h] && is_bulk_file(files.get(hunks[h].file).copied().unwrap_or(""))
+            })
+            .collect();
+        order.sort_by_key(|&h| (std::cmp::Reverse(hunks[h].adds + hunks[h].dels), h));
         let mut remaining = changed;
         for h in order {
             if remaining <= MAX_CHANGED {
@@ -118,7 +124,11 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             let (adds, dels) = (hunks[h].adds, hunks[h].dels);
             tally.add(Unit::Lines, i - start);
             out.push_str(&ctx.marker(i - start, Unit::Lines));
-            out.push_str(&format!(" (+{adds} -{dels})\n"));
+            match moved[hunks[h].file].and_then(|other| files.get(other)) {
+                Some(other) if dels > 0 => out.push_str(&format!(" (-{dels}: moved to {other})\n")),
+                Some(other) => out.push_str(&format!(" (+{adds}: moved from {other})\n")),
+                None => out.push_str(&format!(" (+{adds} -{dels})\n")),
+            }
         } else {
             trimmed += i - start;
         }
@@ -190,6 +200,51 @@ fn parse<'a>(lines: &[&'a str]) -> (Vec<Role>, Vec<Hunk>, Vec<&'a str>) {
     (roles, hunks, files)
 }
 
+/// A moved file is shown as a deletion and an addition of the same lines (a diff without rename detection):
+/// below this many lines the move is cheap to show as it is.
+const MIN_MOVED_LINES: usize = 8;
+
+/// For each file, the file it was moved to or from: a file whose hunks only delete, and another whose hunks only
+/// add exactly the deleted lines.
+fn moved_files(
+    lines: &[&str],
+    roles: &[Role],
+    hunks: &[Hunk],
+    n_files: usize,
+) -> Vec<Option<usize>> {
+    let mut content: Vec<(Vec<&str>, Vec<&str>)> = vec![(Vec::new(), Vec::new()); n_files];
+    for h in hunks {
+        let Some((added, deleted)) = content.get_mut(h.file) else {
+            continue;
+        };
+        for i in h.header + 1..h.end {
+            match roles[i] {
+                Role::Add => added.push(&lines[i][1..]),
+                Role::Del => deleted.push(&lines[i][1..]),
+                _ => {}
+            }
+        }
+    }
+    let mut moved = vec![None; n_files];
+    for from in 0..n_files {
+        let (added, deleted) = &content[from];
+        if !added.is_empty() || deleted.len() < MIN_MOVED_LINES || moved[from].is_some() {
+            continue;
+        }
+        let to = (0..n_files).find(|&to| {
+            to != from
+                && moved[to].is_none()
+                && content[to].1.is_empty()
+                && content[to].0 == *deleted
+        });
+        if let Some(to) = to {
+            moved[from] = Some(to);
+            moved[to] = Some(from);
+        }
+    }
+    moved
+}
+
 /// `(old_count, new_count)` of a `@@ -a,b +c,d @@` header (a missing count means 1).
 fn hunk_counts(line: &str) -> Option<(usize, usize)> {
     let rest = line.strip_prefix("@@ -")?;
@@ -256,6 +311,32 @@ mod tests {
         );
         assert!(!out.contains("ctx 5"));
         assert!(out.contains("18_lines_offloaded>> (context lines trimmed)"));
+    }
+
+    #[test]
+    fn every_change_stays_and_moved_files_are_offloaded() {
+        let body: Vec<String> = (0..40).map(|i| format!("line {i} of the module")).collect();
+        let mut d = String::from(
+            "diff --git a/src/old.rs b/src/old.rs\ndeleted file mode 100644\n--- a/src/old.rs\n+++ /dev/null\n@@ -1,40 +0,0 @@\n",
+        );
+        for l in &body {
+            d.push_str(&format!("-{l}\n"));
+        }
+        d.push_str("diff --git a/src/new.rs b/src/new.rs\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.rs\n@@ -0,0 +1,40 @@\n");
+        for l in &body {
+            d.push_str(&format!("+{l}\n"));
+        }
+        // A big real change: all of it stays, whatever the budget.
+        d.push_str("diff --git a/src/big.rs b/src/big.rs\n--- a/src/big.rs\n+++ b/src/big.rs\n@@ -1,700 +1,700 @@\n");
+        for i in 0..700 {
+            d.push_str(&format!("-old {i}\n+new {i}\n"));
+        }
+        let out = compress(&d, &ctx(), &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains("@@ -1,40 +0,0 @@\n<<ctxzip:0123456789ab 40_lines_offloaded>> (-40: moved to b/src/new.rs)\n"), "{out}");
+        assert!(out.contains("@@ -0,0 +1,40 @@\n<<ctxzip:0123456789ab 40_lines_offloaded>> (+40: moved from b/src/old.rs)\n"));
+        for i in 0..700 {
+            assert!(out.contains(&format!("-old {i}\n+new {i}\n")));
+        }
     }
 
     #[test]
