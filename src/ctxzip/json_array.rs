@@ -8,7 +8,7 @@
 //! "status_counts": {"ok": 35, "skipped": 3}}` (a plain marker string for arrays of scalars; a `"_ctxzip"`
 //! member for maps), so the result still parses.
 
-use super::fasthash::{FastMap, FastSet};
+use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
 use super::jrows::{is_error_value, status_key, status_value};
 use super::jscan::{Member, Span, array_items};

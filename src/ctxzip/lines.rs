@@ -6,7 +6,7 @@
 //! line with a census of what it held. Everything is linear in the input: one split, one classification pass,
 //! one render.
 
-use super::fasthash::FastMap;
+use rustc_hash::FxHashMap as FastMap;
 
 use super::regions;
 use super::relevance::{Hits, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};

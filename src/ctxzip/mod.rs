@@ -13,7 +13,6 @@
 mod code;
 mod detect;
 mod diff;
-mod fasthash;
 mod jrows;
 mod jscan;
 mod json_array;

@@ -5,7 +5,7 @@
 //! every file with an error, keep or relevant hit, and sums up the hidden files by top directory behind one
 //! marker. The model sees where the matches are and how many, which is usually what it searched for.
 
-use super::fasthash::FastMap;
+use rustc_hash::FxHashMap as FastMap;
 
 use super::detect::search_prefix;
 use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};

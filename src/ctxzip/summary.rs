@@ -5,7 +5,7 @@
 //! (`litellm/llms/ 2400`), whichever describes it best — so the model can often answer "what was there"
 //! without expanding. Counting is one pass with borrowed keys; the order is fully sorted, never hash order.
 
-use super::fasthash::FastMap;
+use rustc_hash::FxHashMap as FastMap;
 
 /// Gaps shorter than this get no summary: the marker's count says enough.
 pub(crate) const MIN_GAP_FOR_SUMMARY: usize = 8;
