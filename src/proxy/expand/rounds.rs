@@ -15,8 +15,8 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::inject::remember_alias;
-use crate::expand::merge;
 use crate::expand::tool::EXPAND_TOOL;
+use crate::expand::{echo, merge};
 use crate::proxy::auth::Caller;
 use crate::proxy::error::ProxyError;
 use crate::proxy::upstream::UpstreamResponse;
@@ -153,6 +153,22 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
             Ok(b) => b,
             Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
         };
+        if round == 0 {
+            // The common case: the tool was offered and not called. The upstream's bytes go out as they came,
+            // but for the echoed tool and directive spliced out; nothing is parsed into values.
+            if let Some(glance) = echo::glance(&bytes, EXPAND_TOOL).filter(|g| !g.expand_call) {
+                let body = match echo::client_view(&bytes, &glance, EXPAND_TOOL) {
+                    Some(view) => Bytes::from(view),
+                    None => bytes,
+                };
+                return finish(
+                    &state,
+                    &clock,
+                    respond(status, headers, body, &rounds.extra_headers),
+                    status.as_u16(),
+                );
+            }
+        }
         let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
             return finish(
                 &state,
@@ -211,18 +227,28 @@ fn finish(state: &AppState, clock: &Clock, response: Response, status: u16) -> R
 
 async fn read_all(state: &AppState, upstream: UpstreamResponse) -> Result<Bytes, ProxyError> {
     let mut stream = state.upstream.relay(upstream.response);
+    // An answer that arrives in one chunk (most do) is kept as it is, not copied.
+    let mut first: Option<Bytes> = None;
     let mut buf = bytes::BytesMut::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk
             .map_err(|e| ProxyError::UpstreamUnreachable(format!("reading the answer: {e}")))?;
-        if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+        let held = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        if held + chunk.len() > MAX_ANSWER_BYTES {
             return Err(ProxyError::UpstreamUnreachable(
                 "answer larger than 64 MiB".into(),
             ));
         }
-        buf.extend_from_slice(&chunk);
+        match first.take() {
+            None if buf.is_empty() => first = Some(chunk),
+            None => buf.extend_from_slice(&chunk),
+            Some(earlier) => {
+                buf.extend_from_slice(&earlier);
+                buf.extend_from_slice(&chunk);
+            }
+        }
     }
-    Ok(buf.freeze())
+    Ok(first.unwrap_or_else(|| buf.freeze()))
 }
 
 /// A response with the upstream's status and headers and a body ctxgate holds whole.
