@@ -386,3 +386,88 @@ async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
     }
     proxy.stop().await;
 }
+
+/// `text` without its top-level members `names` (their key, value and one separating comma).
+fn without_members(text: &str, names: &[&str]) -> String {
+    let members: std::collections::BTreeMap<&str, &serde_json::value::RawValue> =
+        serde_json::from_str(text).unwrap();
+    let mut cuts: Vec<(usize, usize)> = names
+        .iter()
+        .filter_map(|n| members.get(n))
+        .map(|raw| {
+            let end = raw.get().as_ptr() as usize - text.as_ptr() as usize + raw.get().len();
+            let key = text[..end - raw.get().len()].rfind('"').unwrap();
+            let start = text[..key].rfind('"').unwrap();
+            (start, end)
+        })
+        .collect();
+    cuts.sort();
+    let mut out = String::new();
+    let mut at = 0;
+    for (start, end) in cuts {
+        out.push_str(&text[at..start]);
+        at = end + usize::from(text[end..].starts_with(','));
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[tokio::test]
+async fn a_json_turn_without_expansion_is_the_upstreams_answer_but_for_the_echo() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let client_body = conversation("mock-ok", false);
+    let resp = post(&proxy, &client_body, "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    let through = resp.text().await.unwrap();
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0]["tools"].to_string().contains("context_expand"),
+        "the tool was offered"
+    );
+    // The mock is deterministic: the same request gives the same answer, here straight from it.
+    let direct = client()
+        .post(format!("{}/responses", mock_url(&mock)))
+        .body(sent[0].to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_ne!(through, direct, "the echo is not the client's");
+    let echo = ["tools", "instructions"];
+    assert_eq!(
+        without_members(&through, &echo),
+        without_members(&direct, &echo)
+    );
+    let answer: Value = serde_json::from_str(&through).unwrap();
+    assert_eq!(answer["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(answer["tools"][0]["name"], "shell");
+    assert_eq!(answer["instructions"], Value::Null, "the client sent none");
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_streamed_turn_offered_the_tool_reaches_the_client_event_by_event() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let mut resp = post(&proxy, &conversation("mock-slow", true), "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    // mock-slow spaces 200 deltas: the first bytes must arrive while the upstream is still writing.
+    let mut early = String::new();
+    while !early.contains("response.output_text.delta") {
+        let chunk = resp.chunk().await.unwrap().expect("stream ended early");
+        early.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(!early.contains("response.completed"), "{early}");
+    assert!(!early.contains("context_expand"), "the echo is spliced out");
+    let sent = turn_requests(&mock);
+    assert!(
+        sent[0]["tools"].to_string().contains("context_expand"),
+        "the tool was offered"
+    );
+    drop(resp);
+    proxy.stop().await;
+}
