@@ -19,6 +19,8 @@ use super::merge::restore_instructions;
 #[derive(Deserialize)]
 struct Members<'a> {
     #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     output: Option<&'a RawValue>,
     #[serde(borrow, default)]
     tools: Option<&'a RawValue>,
@@ -51,6 +53,8 @@ struct EventResponse<'a> {
 /// Where the members of one JSON response object are, and whether its output calls the expand tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Glance {
+    /// The response's `id`.
+    pub id: Option<String>,
     /// Whether `output` holds a `function_call` of the expand tool (or could not be read, to be safe).
     pub expand_call: bool,
     tools: Option<Range<usize>>,
@@ -79,6 +83,7 @@ pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
         },
     };
     Some(Glance {
+        id: members.id.map(Cow::into_owned),
         expand_call,
         tools: members.tools.map(|r| span(bytes, r)),
         instructions: members.instructions.map(|r| span(bytes, r)),

@@ -15,7 +15,6 @@ use axum::http::header;
 use axum::response::Response;
 use futures_util::StreamExt;
 
-use super::inject::remember_alias;
 use super::rounds::Rounds;
 use crate::expand::stitch::{Stitcher, Terminal};
 use crate::expand::tool::EXPAND_TOOL;
@@ -145,13 +144,7 @@ impl Driver {
             if let (Some(first_id), Some(real_id)) =
                 (self.stitcher.response_id(), end.response_id.as_deref())
             {
-                remember_alias(
-                    &state.expander,
-                    &state.tasks,
-                    self.rounds.caller.tenant.as_str(),
-                    first_id,
-                    real_id,
-                );
+                self.rounds.remember(first_id, real_id);
             }
             return;
         }
