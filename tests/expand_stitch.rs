@@ -1,5 +1,6 @@
 //! The stream stitcher against realistic multi-round SSE bodies: what the client
 //! sees must be one coherent response, whatever the chunking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "expand_stitch/fixtures.rs"]
 mod fixtures;
