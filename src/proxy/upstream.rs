@@ -23,9 +23,21 @@ pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> +
 /// Largest answer ctxgate reads into memory for a call of its own.
 const MAX_OWN_CALL_BODY: usize = 64 * 1024 * 1024;
 
+thread_local! {
+    /// Which server worker (one current-thread runtime per core) this thread runs; 0 outside workers.
+    static WORKER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the current thread as server worker `index`: its upstream requests use that worker's own connection
+/// pool, so a pooled connection's task always runs on the thread that uses it (no wake-ups across threads).
+pub fn set_worker(index: usize) {
+    WORKER.with(|w| w.set(index));
+}
+
 #[derive(Clone)]
 pub struct Upstream {
-    client: reqwest::Client,
+    /// One client (connection pool) per server worker, indexed by [`set_worker`]'s index.
+    clients: std::sync::Arc<[reqwest::Client]>,
     base: reqwest::Url,
     read_timeout: Duration,
     idle_timeout: Duration,
@@ -39,15 +51,20 @@ pub struct UpstreamResponse {
 
 impl Upstream {
     pub fn new(cfg: &UpstreamConfig) -> Result<Upstream, ProxyError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(cfg.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))?;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let clients = (0..workers)
+            .map(|_| {
+                reqwest::Client::builder()
+                    .connect_timeout(cfg.connect_timeout)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .pool_idle_timeout(Duration::from_secs(90))
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Upstream {
-            client,
+            clients: clients.into(),
             base: cfg.url.clone(),
             read_timeout: cfg.read_timeout,
             idle_timeout: cfg.stream_idle_timeout,
@@ -72,8 +89,12 @@ impl Upstream {
         headers: HeaderMap,
         body: reqwest::Body,
     ) -> Result<UpstreamResponse, SendError> {
-        let request = self
-            .client
+        let index = WORKER.with(std::cell::Cell::get);
+        let client = self
+            .clients
+            .get(index % self.clients.len().max(1))
+            .ok_or_else(|| SendError::Other("no upstream client".into()))?;
+        let request = client
             .request(method, self.url_for(path_and_query))
             .headers(headers)
             .body(body);
@@ -223,6 +244,8 @@ where
             match this.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
                     this.armed = false;
+                    // Every chunk earns one more yield: the joining goes on while decoded chunks keep coming.
+                    this.yielded = false;
                     this.hold(chunk);
                     if this.held_len() >= COALESCE_MAX {
                         return Poll::Ready(this.take().map(Ok));
