@@ -50,7 +50,7 @@ PY
 send 20
 if [[ ${CG_STRACE:-0} == 1 ]]; then
   # Attached to every thread of the running process, for the measured requests only.
-  strace -c -f -o "$TMP/strace.txt" -p "$(ls /proc/$GATE/task | paste -sd,)" 2>/dev/null &
+  strace ${CG_STRACE_ARGS:--c} -f -o "$TMP/strace.txt" -p "$(ls /proc/$GATE/task | paste -sd,)" 2>/dev/null &
   STRACE=$!
   sleep 1
   send "$N"

@@ -150,12 +150,11 @@ const COALESCE_MAX: usize = 64 * 1024;
 
 /// Wraps a byte stream so that each chunk must arrive within `idle` of the previous one.
 ///
-/// Chunks that are ready are joined into one (up to 64 KiB) before they are handed on. The HTTP client hands over
-/// one body chunk at a time (its connection task decodes the next only after this one was taken), and an upstream
-/// that writes each SSE event as its own chunk would otherwise cost one write to the client — one syscall and one
-/// wake-up — per event. So when the next chunk is not there yet, the relay yields once to let the connection task
-/// decode what it has already read, and only then hands on what it holds; nothing ever waits for the network to
-/// join chunks, so no delay is added. The idle timer is one timer, re-armed only when the relay has to wait.
+/// Chunks that are ready are joined into one (up to 64 KiB) before they are handed on, so an upstream that writes
+/// each SSE event as its own chunk costs fewer writes to the client when the events arrive together; nothing ever
+/// waits for more data to join, so no delay is added. (The HTTP client hands over one decoded chunk per poll of its
+/// connection task, so in practice chunks join only when that task got ahead.) One idle timer, re-armed only when
+/// the relay has to wait: a chunk already there costs no timer.
 pub fn idle_guarded<S, E>(inner: S, idle: Duration) -> BodyStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
@@ -168,7 +167,6 @@ where
         armed: false,
         held: None,
         joined: None,
-        yielded: false,
         failed: None,
         done: false,
     })
@@ -184,8 +182,6 @@ struct IdleGuarded<S> {
     held: Option<Bytes>,
     /// Chunks joined so far, when more than one arrived.
     joined: Option<bytes::BytesMut>,
-    /// Whether the relay already yielded once for the current run of chunks.
-    yielded: bool,
     /// An error met while joining, handed on after what was joined.
     failed: Option<std::io::Error>,
     done: bool,
@@ -212,7 +208,6 @@ impl<S> IdleGuarded<S> {
     }
 
     fn take(&mut self) -> Option<Bytes> {
-        self.yielded = false;
         match self.joined.take() {
             Some(joined) => Some(joined.freeze()),
             None => self.held.take(),
@@ -244,8 +239,6 @@ where
             match this.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
                     this.armed = false;
-                    // Every chunk earns one more yield: the joining goes on while decoded chunks keep coming.
-                    this.yielded = false;
                     this.hold(chunk);
                     if this.held_len() >= COALESCE_MAX {
                         return Poll::Ready(this.take().map(Ok));
@@ -269,13 +262,7 @@ where
                     return Poll::Ready(this.take().map(Ok));
                 }
                 Poll::Pending if this.held.is_some() || this.joined.is_some() => {
-                    if this.yielded {
-                        return Poll::Ready(this.take().map(Ok));
-                    }
-                    // Let the client connection task decode what it has already read, then come back.
-                    this.yielded = true;
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                    return Poll::Ready(this.take().map(Ok));
                 }
                 Poll::Pending => {
                     if !this.armed {
