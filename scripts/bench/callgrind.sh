@@ -29,7 +29,7 @@ fi
 env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn ${WRAP[@]+"${WRAP[@]}"} "$BIN/ctxgate" serve --listen "127.0.0.1:$GATE_PORT" \
   --upstream "http://127.0.0.1:$MOCK_PORT/v1" --store "$TMP/store.redb" >"$TMP/gate.log" 2>&1 &
 GATE=$!
-trap 'kill $MOCK 2>/dev/null; kill -INT $GATE 2>/dev/null; sleep 1; [[ -n ${CG_KEEP:-} ]] || rm -rf "$TMP"' EXIT
+trap 'kill $MOCK 2>/dev/null; kill -INT $GATE 2>/dev/null; sleep 2; kill -KILL $GATE 2>/dev/null; [[ -n ${CG_KEEP:-} ]] || rm -rf "$TMP"' EXIT
 for _ in $(seq 600); do curl -fs -o /dev/null "http://127.0.0.1:$GATE_PORT/healthz" && break; sleep 0.1; done
 send() {
   python3 - "$GATE_PORT" "$BODY" "$1" "$HEADER" <<'PY'
