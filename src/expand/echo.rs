@@ -92,22 +92,62 @@ pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
 
 /// The answer as the client must see it: the expand tool taken out of `tools` and the directive out of
 /// `instructions`; every other byte as the upstream sent it. `None` when nothing had to change.
+///
+/// The splice is remembered per thread (see [`EchoCache`]): the turns of a conversation echo the same members.
 pub fn client_view(bytes: &[u8], glance: &Glance, expand_tool: &str) -> Option<Vec<u8>> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<EchoCache> = std::cell::RefCell::new(EchoCache::default());
+    }
+    CACHE.with(|cache| match cache.try_borrow_mut() {
+        Ok(mut cache) => client_view_cached(bytes, glance, expand_tool, &mut cache),
+        Err(_) => client_view_cached(bytes, glance, expand_tool, &mut EchoCache::default()),
+    })
+}
+
+/// The last splice of each echoed member: the lifecycle events of one stream (created, in progress, completed)
+/// echo the same `tools` and `instructions`, so the splice is computed once and the later ones only compared.
+#[derive(Debug, Default)]
+pub struct EchoCache {
+    tools: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    instructions: Option<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+fn cached(
+    slot: &mut Option<(Vec<u8>, Option<Vec<u8>>)>,
+    raw: &[u8],
+    compute: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    match slot {
+        Some((seen, out)) if seen.as_slice() == raw => out.clone(),
+        _ => {
+            let out = compute(raw);
+            *slot = Some((raw.to_vec(), out.clone()));
+            out
+        }
+    }
+}
+
+/// [`client_view`] with an [`EchoCache`].
+pub fn client_view_cached(
+    bytes: &[u8],
+    glance: &Glance,
+    expand_tool: &str,
+    cache: &mut EchoCache,
+) -> Option<Vec<u8>> {
     let mut splices: Vec<(Range<usize>, Vec<u8>)> = Vec::new();
     if let Some(range) = &glance.tools {
-        if let Some(tools) = bytes
-            .get(range.clone())
-            .and_then(|t| strip_tool(t, expand_tool))
-        {
+        let raw = bytes.get(range.clone())?;
+        if let Some(tools) = cached(&mut cache.tools, raw, |t| strip_tool(t, expand_tool)) {
             splices.push((range.clone(), tools));
         }
     }
     if let Some(range) = &glance.instructions {
-        let restored = bytes
-            .get(range.clone())
-            .and_then(|raw| serde_json::from_slice::<Cow<'_, str>>(raw).ok())
-            .and_then(|text| restore_instructions(&text))
-            .and_then(|value| serde_json::to_vec(&value).ok());
+        let raw = bytes.get(range.clone())?;
+        let restored = cached(&mut cache.instructions, raw, |raw| {
+            let text = serde_json::from_slice::<Cow<'_, str>>(raw).ok()?;
+            let value = restore_instructions(&text)?;
+            serde_json::to_vec(&value).ok()
+        });
         if let Some(restored) = restored {
             splices.push((range.clone(), restored));
         }
@@ -172,16 +212,32 @@ fn strip_tool(array: &[u8], expand_tool: &str) -> Option<Vec<u8>> {
 /// `None` when the event has no such echo (or is not a JSON object).
 pub fn strip_event(data: &str, expand_tool: &str) -> Option<String> {
     let event: EventResponse<'_> = serde_json::from_str(data).ok()?;
-    let response = event.response?;
-    let range = span(data.as_bytes(), response);
-    let inner = glance(response.get().as_bytes(), expand_tool)?;
-    let restored = client_view(response.get().as_bytes(), &inner, expand_tool)?;
+    let range = span(data.as_bytes(), event.response?);
+    strip_response(data, range, expand_tool, &mut EchoCache::default())
+}
+
+/// [`strip_event`] for an event whose `response` object stands at `range` of `data` (already found by the
+/// caller's parse), with an [`EchoCache`].
+pub fn strip_response(
+    data: &str,
+    range: Range<usize>,
+    expand_tool: &str,
+    cache: &mut EchoCache,
+) -> Option<String> {
+    let response = data.get(range.clone())?.as_bytes();
+    let inner = glance(response, expand_tool)?;
+    let restored = client_view_cached(response, &inner, expand_tool, cache)?;
     let restored = String::from_utf8(restored).ok()?;
     let mut out = String::with_capacity(data.len());
     out.push_str(data.get(..range.start)?);
     out.push_str(&restored);
     out.push_str(data.get(range.end..)?);
     Some(out)
+}
+
+/// Where `raw` (parsed out of `data`) stands in `data`.
+pub fn span_in(data: &str, raw: &RawValue) -> Range<usize> {
+    span(data.as_bytes(), raw)
 }
 
 #[cfg(test)]

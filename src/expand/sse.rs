@@ -145,8 +145,8 @@ impl SseParser {
                 _ => 1,
             };
             let next = line_end + term_len;
-            let line = self.buf.get(self.line_start..line_end).unwrap_or_default();
-            if line.is_empty() {
+            let line_start = self.line_start;
+            if line_start == line_end {
                 if self.has_lines {
                     self.dispatch(next, out);
                 } else {
@@ -156,10 +156,16 @@ impl SseParser {
                 }
                 continue;
             }
-            let line = String::from_utf8_lossy(line).into_owned();
             self.line_start = next;
             self.scanned = next;
-            self.field(&line);
+            // The line is read in place (no copy): the buffer is moved out while the field is interpreted.
+            let buf = std::mem::take(&mut self.buf);
+            let line = buf.get(line_start..line_end).unwrap_or_default();
+            match std::str::from_utf8(line) {
+                Ok(text) => self.field(text),
+                Err(_) => self.field(&String::from_utf8_lossy(line)),
+            }
+            self.buf = buf;
         }
     }
 

@@ -118,9 +118,13 @@ impl Stitcher {
                 return false;
             }
         }
-        let bytes = match echo::strip_event(&event.data, &self.tool) {
-            Some(data) if head.response.is_some() => sse::encode(event.event.as_deref(), &data),
-            _ => event.raw.clone(),
+        let stripped = head.response.and_then(|response| {
+            let range = echo::span_in(&event.data, response);
+            echo::strip_response(&event.data, range, &self.tool, &mut self.echo)
+        });
+        let bytes = match stripped {
+            Some(data) => sse::encode(event.event.as_deref(), &data),
+            None => event.raw.clone(),
         };
         if head.sequence_number.is_some() {
             self.seq += 1;

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Expander;
-use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
+use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_value};
 use crate::proxy::turn::{Stage, StageError, Turn};
 
 /// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
@@ -67,7 +67,7 @@ impl Stage for InjectStage {
                 .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL)),
             _ => false,
         };
-        if !already && !turn.body.append_to_array("tools", &tool_definition()) {
+        if !already && !turn.body.append_to_array("tools", tool_value()) {
             // `tools` is not an array: the upstream will refuse the request; leave it as the client sent it.
             return Ok(());
         }
