@@ -129,7 +129,7 @@ impl SseParser {
             let Some(rest) = self.buf.get(from..) else {
                 return;
             };
-            let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) else {
                 self.scanned = self.buf.len();
                 return;
             };
@@ -219,6 +219,13 @@ pub fn encode(event: Option<&str>, data: &str) -> Bytes {
         out.push_str("event: ");
         out.push_str(name);
         out.push('\n');
+    }
+    if memchr::memchr2(b'\n', b'\r', data.as_bytes()).is_none() {
+        // One line (every JSON event ctxgate writes): no splitting.
+        out.push_str("data: ");
+        out.push_str(data);
+        out.push_str("\n\n");
+        return Bytes::from(out);
     }
     let normalized;
     let data = if data.contains('\r') {
