@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Load benchmark: the same Responses API requests sent straight to ctxgate-mock ("direct"), through one nginx
-# hop ("nginx", the floor any proxy hop costs) and through ctxgate ("ctxgate"), at 10 KB and 1 MB bodies,
-# non-streaming (JSON answer) and streaming (SSE answer), at 1 and 32 concurrent connections; plus ctxgate's CPU
-# time per request. Writes a markdown table to stdout and to BENCH_OUT. See BENCHMARKS.md for how to read it.
+# hop ("nginx", the floor any proxy hop costs) and through ctxgate ("ctxgate"), non-streaming (JSON answer) and
+# streaming (SSE answer), at 1 and 32 concurrent connections; plus ctxgate's and nginx's CPU time per request.
+# Writes a markdown table to stdout and to BENCH_OUT. See BENCHMARKS.md for how to read it.
+#
+# Bodies (BENCH_SIZES):
+#   10k, 1m         a turn whose one tool output pads the body to 10 KB / 1 MB
+#   10k-marker      the 10 KB turn whose output ends with a real <<ctxzip:HASH NOTE>> marker an earlier turn left:
+#                   ctxgate offers context_expand, the model (mock-ok) does not call it
+#   10k-expand      the same with model mock-expand: through ctxgate one expansion round (two upstream calls),
+#                   direct and through nginx the model's call itself
+#   1m-transcript   a 1.1 MB agent transcript of 150 real tool outputs (the corpus, BENCH_CORPUS), the same turn
+#                   repeated: ctxgate's compressed forms (and fold, if any) are reused
 #
 # Settings (environment):
 #   BENCH_SECONDS=8          length of each measured wrk run
 #   BENCH_WARMUP=2           length of the warm-up run before each measured run (results discarded)
 #   BENCH_ROUNDS=1           repeat the whole matrix; the table then shows medians over the rounds
-#   BENCH_SIZES="10k 1m"     subsets, to re-run one configuration: sizes from {10k, 1m},
+#   BENCH_SIZES="10k 10k-marker 10k-expand 1m 1m-transcript"   subsets, to re-run one configuration
 #   BENCH_MODES="json sse"     modes from {json, sse},
 #   BENCH_CONNS="1 32"         concurrencies (1..1000)
 #   BENCH_NGINX_WORKERS=auto nginx worker_processes (auto = one per core, like ctxgate's tokio runtime)
 #   BENCH_BYPASS=0           1 sends x-ctxgate-bypass: 1, so ctxgate's stages (compression, ...) leave the body alone
 #                            and the upstream gets the same bytes through every target: the hop's cost alone
+#   BENCH_CORPUS             the tool outputs of 1m-transcript (default ../shared/corpus/tool_outputs)
+#   BENCH_BIN                a directory with prebuilt ctxgate and ctxgate-mock (e.g. an older build to compare);
+#                            default: build them with cargo
 #   BENCH_OUT=target/bench_load.md   the table; the raw per-run results go next to it as .tsv
 #   BENCH_KEEP_TMP=1         keep the temp dir (bodies, configs, logs); it is always kept on failure
 #   CARGO_TARGET_DIR         where the release binaries are built, as cargo itself reads it
@@ -30,7 +42,7 @@ BENCH_DIR=$ROOT/scripts/bench
 BENCH_SECONDS=${BENCH_SECONDS:-8}
 BENCH_WARMUP=${BENCH_WARMUP:-2}
 BENCH_ROUNDS=${BENCH_ROUNDS:-1}
-BENCH_SIZES=${BENCH_SIZES:-10k 1m}
+BENCH_SIZES=${BENCH_SIZES:-10k 10k-marker 10k-expand 1m 1m-transcript}
 BENCH_MODES=${BENCH_MODES:-json sse}
 BENCH_CONNS=${BENCH_CONNS:-1 32}
 BENCH_NGINX_WORKERS=${BENCH_NGINX_WORKERS:-auto}
@@ -55,7 +67,14 @@ in_range "$BENCH_ROUNDS" 1 100 || die "BENCH_ROUNDS must be an integer in 1..100
 read -ra SIZES <<<"$BENCH_SIZES"
 read -ra MODES <<<"$BENCH_MODES"
 read -ra CONNS <<<"$BENCH_CONNS"
-for s in "${SIZES[@]}"; do [[ $s == 10k || $s == 1m ]] || die "BENCH_SIZES: unknown size '$s' (10k, 1m)"; done
+BENCH_CORPUS=${BENCH_CORPUS:-${CTXGATE_CORPUS:-$ROOT/../shared/corpus/tool_outputs}}
+for s in "${SIZES[@]}"; do
+  case $s in
+    10k | 1m | 10k-marker | 10k-expand) ;;
+    1m-transcript) [[ -d $BENCH_CORPUS ]] || die "1m-transcript needs the corpus: BENCH_CORPUS=$BENCH_CORPUS is not a directory" ;;
+    *) die "BENCH_SIZES: unknown size '$s' (10k, 10k-marker, 10k-expand, 1m, 1m-transcript)" ;;
+  esac
+done
 for m in "${MODES[@]}"; do [[ $m == json || $m == sse ]] || die "BENCH_MODES: unknown mode '$m' (json, sse)"; done
 for c in "${CONNS[@]}"; do
   in_range "$c" 1 1000 || die "BENCH_CONNS: '$c' is not in 1..1000"
@@ -86,9 +105,14 @@ fi
 command -v python3 >/dev/null || die "python3 is needed (body generation, report)"
 command -v cargo >/dev/null || die "cargo is needed to build the binaries"
 
-log "building release binaries"
-cargo build --release --bins
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+if [[ -n ${BENCH_BIN:-} ]]; then
+  BIN=$BENCH_BIN
+  log "using the binaries in $BIN"
+else
+  log "building release binaries"
+  cargo build --release --bins
+  BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+fi
 [[ $BIN == /* ]] || BIN=$ROOT/$BIN
 [[ -x $BIN/ctxgate && -x $BIN/ctxgate-mock ]] || die "no binaries in $BIN"
 
@@ -177,6 +201,29 @@ env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn "$BIN/ctxgate" serve --listen "127.0.0
   --upstream "$MOCK_URL/v1" --store "$TMP/ctxgate.redb" >"$TMP/ctxgate.log" 2>&1 &
 GATE_PID=$!
 wait_http ctxgate "$GATE_PID" "$GATE_URL/readyz"
+
+# The marker bodies carry a real marker: one turn through ctxgate (stages on) compresses the 1 MB output and stores
+# its original, and the marker the mock received is cut out of its record. The transcript comes from the corpus.
+extra=()
+for s in "${SIZES[@]}"; do
+  case $s in
+    10k-marker | 10k-expand) extra+=("$s=10240") ;;
+    1m-transcript) extra+=("$s=1153434") ;;
+  esac
+done
+if ((${#extra[@]})); then
+  curl -fsS -o /dev/null --max-time 60 -X DELETE "$MOCK_URL/__mock/requests"
+  curl -fsS -o /dev/null --max-time 60 "$GATE_URL/v1/responses" -H 'content-type: application/json' \
+    -H 'authorization: Bearer sk-bench' --data-binary "@$TMP/1m-json.json" || die "seed turn through ctxgate failed"
+  MARKER=$(curl -fsS --max-time 30 "$MOCK_URL/__mock/requests" | python3 -c '
+import json, re, sys
+bodies = [r.get("body") or "" for r in json.load(sys.stdin) if r.get("path") == "/v1/responses"]
+m = [re.search(r"<<ctxzip:[0-9a-f]{12} [^>]*>>", b) for b in bodies]
+print(next((x.group(0) for x in m if x), ""))')
+  [[ -n $MARKER ]] || die "the seed turn left no marker (is compression on?)"
+  log "marker for the marker bodies: $MARKER"
+  python3 "$BENCH_DIR/gen_bodies.py" "$TMP" --marker "$MARKER" --corpus "$BENCH_CORPUS" "${extra[@]}"
+fi
 
 # The nginx processes whose CPU time is summed: the master and its workers (children of the master).
 NGINX_PIDS=("$NGINX_PID")

@@ -129,6 +129,12 @@ impl App {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        self.announce(&listener)?;
+        server::serve(listener, self.state, shutdown).await
+    }
+
+    /// The one log line that says where ctxgate listens, the upstream and the store.
+    fn announce(&self, listener: &tokio::net::TcpListener) -> std::io::Result<()> {
         let cfg = &self.state.config;
         let addr = listener.local_addr()?;
         tracing::info!(
@@ -140,6 +146,18 @@ impl App {
             cfg.upstream.url,
             cfg.store_path.display()
         );
-        server::serve(listener, self.state, shutdown).await
+        Ok(())
+    }
+
+    /// [`Self::serve`] on `cores` threads, one current-thread runtime each (see [`server::serve_on_cores`]).
+    pub async fn serve_on_cores(
+        self,
+        listener: tokio::net::TcpListener,
+        cores: usize,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        self.announce(&listener)?;
+        tracing::info!(cores, "one server worker per core");
+        server::serve_on_cores(listener, self.state, cores, shutdown).await
     }
 }

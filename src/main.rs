@@ -201,7 +201,10 @@ fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     ctxgate::telemetry::init_logging(config.log_format, &config.log_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One current-thread runtime per core (this thread is worker 0), like nginx's workers: a request is served
+    // from accept to answer on one thread, with no wake-ups across threads.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -218,7 +221,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => return fail(&e),
         };
         match app
-            .serve(listener, ctxgate::server::shutdown_signal())
+            .serve_on_cores(listener, cores, ctxgate::server::shutdown_signal())
             .await
         {
             Ok(()) => ExitCode::SUCCESS,

@@ -148,32 +148,148 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    restore_totals(&state).await;
+    serve_with_workers(listener, state, shutdown, Workers::none()).await
+}
+
+/// Serves on `cores` threads, each with its own current-thread runtime accepting on the same listening socket —
+/// the way nginx runs one worker per core. A connection lives on one thread from accept to close, with the
+/// upstream connection pool of that thread, so relaying a request never wakes another thread. The calling
+/// runtime is worker 0 and also runs the sweeper and the shutdown sequence.
+pub async fn serve_on_cores(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    cores: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = listener.into_std()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
-    // SSE events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
-    // delayed ACK (~40 ms), which would add that to every streamed turn.
-    let listener = listener.tap_io(|tcp| {
+    let (exit_tx, exit_rx) = tokio::sync::watch::channel(false);
+    let mut workers = Workers {
+        stop: Some(stop_tx),
+        exit: Some(exit_tx),
+        drained: Vec::new(),
+        threads: Vec::new(),
+    };
+    for index in 1..cores.max(1) {
+        let socket = listener.try_clone()?;
+        let (state, stop, exit) = (state.clone(), stop_rx.clone(), exit_rx.clone());
+        let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
+        workers.drained.push(drained_rx);
+        let thread = std::thread::Builder::new()
+            .name(format!("ctxgate-worker-{index}"))
+            .spawn(move || run_worker(index, socket, state, stop, exit, drained_tx))?;
+        workers.threads.push(thread);
+    }
+    let listener = TcpListener::from_std(listener)?;
+    serve_with_workers(listener, state, shutdown, workers).await
+}
+
+/// The extra worker threads of [`serve_on_cores`] and how to stop them.
+struct Workers {
+    /// Tells the workers to stop accepting and drain.
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+    /// Tells the workers to end their runtimes (after the durable work they ran has finished).
+    exit: Option<tokio::sync::watch::Sender<bool>>,
+    drained: Vec<tokio::sync::oneshot::Receiver<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    fn none() -> Workers {
+        Workers {
+            stop: None,
+            exit: None,
+            drained: Vec::new(),
+            threads: Vec::new(),
+        }
+    }
+}
+
+/// One extra worker: serves until told to stop, reports when drained, then keeps its runtime (and the store
+/// writes it spawned) running until told to exit.
+fn run_worker(
+    index: usize,
+    socket: std::net::TcpListener,
+    state: Arc<AppState>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    mut exit: tokio::sync::watch::Receiver<bool>,
+    drained: tokio::sync::oneshot::Sender<()>,
+) {
+    crate::proxy::upstream::set_worker(index);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(index, error = %e, "could not start a server worker");
+            let _ = drained.send(());
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        match TcpListener::from_std(socket) {
+            Ok(listener) => {
+                let server = axum::serve(nodelay(listener), router(state))
+                    .with_graceful_shutdown(stopped(stop));
+                if let Err(e) = server.await {
+                    tracing::warn!(index, error = %e, "server worker failed");
+                }
+            }
+            Err(e) => tracing::warn!(index, error = %e, "server worker has no listener"),
+        }
+        let _ = drained.send(());
+        stopped(exit.clone()).await;
+        let _ = exit.borrow_and_update();
+    });
+}
+
+/// Resolves once the watched flag is true (or its sender is gone).
+async fn stopped(mut flag: tokio::sync::watch::Receiver<bool>) {
+    while !*flag.borrow_and_update() {
+        if flag.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// SSE events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
+/// delayed ACK (~40 ms), which would add that to every streamed turn.
+fn nodelay(listener: TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY on a client connection");
         }
-    });
-    let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let grace = state.config.shutdown_grace;
-    let mut stopped = stop_rx.clone();
-    let forced = async move {
-        while !*stopped.borrow() {
-            if stopped.changed().await.is_err() {
-                return;
+    })
+}
+
+async fn serve_with_workers(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    mut workers: Workers,
+) -> std::io::Result<()> {
+    restore_totals(&state).await;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
+    let worker_stop = workers.stop.take();
+    let server =
+        axum::serve(nodelay(listener), router(state.clone())).with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+            if let Some(stop) = worker_stop {
+                let _ = stop.send(true);
             }
-        }
+        });
+    let grace = state.config.shutdown_grace;
+    let stopped_rx = stop_rx.clone();
+    let forced = async move {
+        stopped(stopped_rx).await;
         tokio::time::sleep(grace).await;
     };
+    let drained = futures_util::future::join_all(std::mem::take(&mut workers.drained));
     tokio::select! {
-        result = server => result?,
+        result = async { let r = server.await; drained.await; r } => result?,
         () = forced => tracing::warn!(?grace, "in-flight requests still running after the grace period; stopping"),
     }
     // The sweeper stops between sweeps, never in the middle of one.
@@ -185,6 +301,16 @@ pub async fn serve(
     {
         tracing::warn!("background store work did not finish within the grace period");
     }
+    if let Some(exit) = workers.exit.take() {
+        let _ = exit.send(true);
+    }
+    let threads = std::mem::take(&mut workers.threads);
+    let _ = tokio::task::spawn_blocking(move || {
+        for thread in threads {
+            let _ = thread.join();
+        }
+    })
+    .await;
     persist_totals(&state).await;
     if let Err(e) = state.store.close().await {
         tracing::warn!(error = %e, "closing the store failed");

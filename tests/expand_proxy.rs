@@ -370,3 +370,182 @@ async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
     }
     proxy.stop().await;
 }
+
+/// `text` without its top-level members `names` (their key, value and one separating comma).
+fn without_members(text: &str, names: &[&str]) -> String {
+    let members: std::collections::BTreeMap<&str, &serde_json::value::RawValue> =
+        serde_json::from_str(text).unwrap();
+    let mut cuts: Vec<(usize, usize)> = names
+        .iter()
+        .filter_map(|n| members.get(n))
+        .map(|raw| {
+            let end = raw.get().as_ptr() as usize - text.as_ptr() as usize + raw.get().len();
+            let key = text[..end - raw.get().len()].rfind('"').unwrap();
+            let start = text[..key].rfind('"').unwrap();
+            (start, end)
+        })
+        .collect();
+    cuts.sort();
+    let mut out = String::new();
+    let mut at = 0;
+    for (start, end) in cuts {
+        out.push_str(&text[at..start]);
+        at = end + usize::from(text[end..].starts_with(','));
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[tokio::test]
+async fn a_json_turn_without_expansion_is_the_upstreams_answer_but_for_the_echo() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let client_body = conversation("mock-ok", false);
+    let resp = post(&proxy, &client_body, "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    let through = resp.text().await.unwrap();
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0]["tools"].to_string().contains("context_expand"),
+        "the tool was offered"
+    );
+    // The mock is deterministic: the same request gives the same answer, here straight from it.
+    let direct = client()
+        .post(format!("{}/responses", mock_url(&mock)))
+        .body(sent[0].to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_ne!(through, direct, "the echo is not the client's");
+    let echo = ["tools", "instructions"];
+    assert_eq!(
+        without_members(&through, &echo),
+        without_members(&direct, &echo)
+    );
+    let answer: Value = serde_json::from_str(&through).unwrap();
+    assert_eq!(answer["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(answer["tools"][0]["name"], "shell");
+    assert_eq!(answer["instructions"], Value::Null, "the client sent none");
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_streamed_turn_offered_the_tool_reaches_the_client_event_by_event() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let mut resp = post(&proxy, &conversation("mock-slow", true), "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    // mock-slow spaces 200 deltas: the first bytes must arrive while the upstream is still writing.
+    let mut early = String::new();
+    while !early.contains("response.output_text.delta") {
+        let chunk = resp.chunk().await.unwrap().expect("stream ended early");
+        early.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(!early.contains("response.completed"), "{early}");
+    assert!(!early.contains("context_expand"), "the echo is spliced out");
+    let sent = turn_requests(&mock);
+    assert!(
+        sent[0]["tools"].to_string().contains("context_expand"),
+        "the tool was offered"
+    );
+    drop(resp);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_follow_up_round_is_folded_like_a_first_round() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    let body = conversation("mock-expand", false);
+    let send = |budget: usize| {
+        let (url, body) = (proxy.v1("/responses"), body.to_string());
+        async move {
+            client()
+                .post(url)
+                .header("authorization", "Bearer sk-a")
+                .header("x-ctxgate-budget", budget.to_string())
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+        }
+    };
+    let _ = send(10_000_000).await;
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 2);
+    let first_round = sent[0]["input"].to_string().len() / 4;
+    let follow_up = sent[1]["input"].to_string().len() / 4;
+    assert!(
+        follow_up > first_round + 2_000,
+        "the expansion made the input grow"
+    );
+    mock.state.clear();
+    // A budget the first round fits in and the follow-up (with its expansion) does not.
+    let _ = send(first_round + 1_000).await;
+    let compacts = mock
+        .state
+        .received()
+        .iter()
+        .filter(|r| r.path == "/v1/responses/compact")
+        .count();
+    assert_eq!(compacts, 1, "the follow-up round was folded");
+    let sent = turn_requests(&mock);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[0]["input"].to_string().len() / 4,
+        first_round,
+        "round 1 unfolded"
+    );
+    let folded = sent[1]["input"].as_array().unwrap();
+    assert_ne!(
+        folded[0], sent[0]["input"][0],
+        "the older part was replaced by the fold's output"
+    );
+    let last = folded.last().unwrap();
+    assert_eq!(
+        last["type"], "function_call_output",
+        "the expansion is kept"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_turn_continuing_history_with_markers_is_offered_the_tool() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    for (stream, store) in [(false, true), (true, true), (false, false)] {
+        mock.state.clear();
+        let mut first = conversation("mock-ok", stream);
+        first["store"] = json!(store);
+        let text = post(&proxy, &first, "sk-a").await.text().await.unwrap();
+        let id = if stream {
+            sse_events(&text)[0].1["response"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        } else {
+            serde_json::from_str::<Value>(&text).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        // No expansion happened: the client saw the real id, and the next turn names it.
+        let next = json!({"model":"mock-ok","stream":stream,"previous_response_id": id,
+            "input":[{"role":"user","content":"and now?"}]});
+        let _ = post(&proxy, &next, "sk-a").await.bytes().await;
+        let sent = turn_requests(&mock);
+        assert_eq!(sent.len(), 2);
+        assert_eq!(sent[1]["previous_response_id"], id.as_str());
+        let offered = sent[1]["tools"].to_string().contains("context_expand");
+        // A response the upstream does not keep cannot be continued, so it is not remembered.
+        assert_eq!(offered, store, "stream {stream}, store {store}");
+    }
+    proxy.stop().await;
+}

@@ -1,5 +1,6 @@
 //! The stream stitcher against realistic multi-round SSE bodies: what the client
 //! sees must be one coherent response, whatever the chunking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "expand_stitch/fixtures.rs"]
 mod fixtures;
@@ -385,4 +386,89 @@ proptest! {
         st.end_round();
         st.finish();
     }
+}
+
+/// The upstream bytes up to (not including) the round's terminal event.
+fn before_terminal(body: &[u8]) -> &[u8] {
+    let text = std::str::from_utf8(body).unwrap();
+    let at = text.find("event: response.completed").unwrap();
+    &body[..at]
+}
+
+#[test]
+fn client_calls_stream_at_once_when_no_expand_call_can_follow() {
+    let r = Round::new(
+        "resp_1",
+        vec![
+            It::Message("running it"),
+            It::Call("shell", r#"{"cmd":"ls"}"#),
+        ],
+    );
+    let body = stream(&r, None);
+    let shown = |configure: &dyn Fn(&mut Stitcher)| {
+        let mut st = Stitcher::new(TOOL);
+        configure(&mut st);
+        let early = st.push(before_terminal(&body)).concat();
+        String::from_utf8(early).unwrap()
+    };
+    // The last round is not offered the tool; with parallel_tool_calls false a client call is the round's only
+    // call. Either way the call's events reach the client before the round ends.
+    for early in [
+        shown(&|st| st.offer_expand(false)),
+        shown(&|st| st.set_parallel_calls(false)),
+    ] {
+        assert!(
+            early.contains("response.function_call_arguments.done"),
+            "{early}"
+        );
+        assert!(early.contains(r#""name":"shell""#));
+    }
+    // While an expand call may still follow, the call is held until the round's end tells.
+    let held = shown(&|_| {});
+    assert!(!held.contains("function_call_arguments"), "{held}");
+    // Shown early or released at the end, the client gets the same stream.
+    let mut st = Stitcher::new(TOOL);
+    st.offer_expand(false);
+    let mut client = st.push(&body);
+    let end = st.end_round();
+    assert_eq!(end.shown_client_calls, 1);
+    client.extend(st.finish());
+    let mut reference = Stitcher::new(TOOL);
+    let mut expected = reference.push(&body);
+    reference.end_round();
+    expected.extend(reference.finish());
+    assert_eq!(parse(&client.concat()), parse(&expected.concat()));
+}
+
+#[test]
+fn a_round_without_expand_call_reaches_the_client_as_it_came() {
+    let r = Round::new(
+        "resp_1",
+        vec![It::Reasoning("think"), It::Message("hello ✓")],
+    );
+    let body = stream(&r, None);
+    for chunker in [whole as fn(&[u8]) -> Vec<&[u8]>, bytewise] {
+        let mut st = Stitcher::new(TOOL);
+        let mut client: Vec<u8> = Vec::new();
+        for chunk in chunker(&body) {
+            client.extend(st.push(chunk).concat());
+        }
+        assert!(st.end_round().expand_calls.is_empty());
+        client.extend(st.finish().concat());
+        let (got, sent) = (split_events(&client), split_events(&body));
+        assert_eq!(got.len(), sent.len());
+        for (g, s) in got.iter().zip(&sent) {
+            if s.contains("\"response\":") {
+                // Only the echo of the injected tool is taken out of the response objects.
+                assert!(!g.contains(TOOL) && s.contains(TOOL), "{g}");
+            } else {
+                assert_eq!(g, s, "every other event is forwarded byte for byte");
+            }
+        }
+    }
+}
+
+fn split_events(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    text.split_inclusive("\n\n").map(str::to_owned).collect()
 }

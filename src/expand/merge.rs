@@ -47,8 +47,13 @@ pub fn is_expand_call(item: &Value, expand_tool: &str) -> bool {
 /// In a round that also calls the expand tool such calls are dropped: the model
 /// sees the expansion first and re-issues them if still needed.
 pub fn is_client_call(item: &Value, expand_tool: &str) -> bool {
-    item_type(item).is_some_and(|t| t.ends_with("_call") && !HOSTED_CALLS.contains(&t))
-        && !is_expand_call(item, expand_tool)
+    item_type(item).is_some_and(is_client_call_type) && !is_expand_call(item, expand_tool)
+}
+
+/// Whether an item of type `kind` is a call the client executes (the expand tool aside: it is a `function_call`
+/// too, so check the name separately).
+pub fn is_client_call_type(kind: &str) -> bool {
+    kind.ends_with("_call") && !HOSTED_CALLS.contains(&kind)
 }
 
 /// The expand call carried by `item`, if it is one.
@@ -174,25 +179,32 @@ pub fn strip_expand_tool(response: &mut Map<String, Value>, expand_tool: &str) -
 /// Takes the directive the proxy appended back out of the echoed `instructions` (to `null` when the client sent
 /// none): the client sees the instructions it sent.
 fn strip_directive(response: &mut Map<String, Value>) -> bool {
-    use super::tool::DIRECTIVE;
     let Some(Value::String(text)) = response.get("instructions") else {
         return false;
     };
-    if !text.contains(DIRECTIVE) {
+    let Some(value) = restore_instructions(text) else {
         return false;
+    };
+    response.insert("instructions".into(), value);
+    true
+}
+
+/// The instructions the client sent, from echoed ones that carry the directive (`None` when they do not): the
+/// directive and the blank line before it removed, `null` when nothing is left.
+pub fn restore_instructions(text: &str) -> Option<Value> {
+    use super::tool::DIRECTIVE;
+    if !text.contains(DIRECTIVE) {
+        return None;
     }
     let restored = text
         .strip_suffix(DIRECTIVE)
         .map(|t| t.strip_suffix("\n\n").unwrap_or(t))
-        .unwrap_or(text)
-        .to_string();
-    let value = if restored.is_empty() {
+        .unwrap_or(text);
+    Some(if restored.is_empty() {
         Value::Null
     } else {
-        Value::String(restored)
-    };
-    response.insert("instructions".into(), value);
-    true
+        Value::String(restored.to_string())
+    })
 }
 
 /// Sums usage objects field by field, nested `*_details` included; the first

@@ -129,7 +129,7 @@ impl SseParser {
             let Some(rest) = self.buf.get(from..) else {
                 return;
             };
-            let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) else {
                 self.scanned = self.buf.len();
                 return;
             };
@@ -145,8 +145,8 @@ impl SseParser {
                 _ => 1,
             };
             let next = line_end + term_len;
-            let line = self.buf.get(self.line_start..line_end).unwrap_or_default();
-            if line.is_empty() {
+            let line_start = self.line_start;
+            if line_start == line_end {
                 if self.has_lines {
                     self.dispatch(next, out);
                 } else {
@@ -156,10 +156,16 @@ impl SseParser {
                 }
                 continue;
             }
-            let line = String::from_utf8_lossy(line).into_owned();
             self.line_start = next;
             self.scanned = next;
-            self.field(&line);
+            // The line is read in place (no copy): the buffer is moved out while the field is interpreted.
+            let buf = std::mem::take(&mut self.buf);
+            let line = buf.get(line_start..line_end).unwrap_or_default();
+            match std::str::from_utf8(line) {
+                Ok(text) => self.field(text),
+                Err(_) => self.field(&String::from_utf8_lossy(line)),
+            }
+            self.buf = buf;
         }
     }
 
@@ -213,6 +219,13 @@ pub fn encode(event: Option<&str>, data: &str) -> Bytes {
         out.push_str("event: ");
         out.push_str(name);
         out.push('\n');
+    }
+    if memchr::memchr2(b'\n', b'\r', data.as_bytes()).is_none() {
+        // One line (every JSON event ctxgate writes): no splitting.
+        out.push_str("data: ");
+        out.push_str(data);
+        out.push_str("\n\n");
+        return Bytes::from(out);
     }
     let normalized;
     let data = if data.contains('\r') {

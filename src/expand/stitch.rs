@@ -24,6 +24,7 @@
 //! the right thing when the driver stops expanding early (calls are then kept).
 //! A cut round's held calls are never sent: the client stream is truncated anyway.
 
+mod light;
 mod round;
 mod view;
 
@@ -57,6 +58,9 @@ pub struct RoundEnd {
     pub output: Vec<Value>,
     /// Client calls withheld and to be dropped because the round also expands.
     pub dropped_client_calls: usize,
+    /// Client calls already shown while the round streamed (no expand call could follow them). A round with such
+    /// a call must not be continued: the client will answer the call itself.
+    pub shown_client_calls: usize,
     pub usage: Option<Value>,
     /// This round's real upstream response id.
     pub response_id: Option<String>,
@@ -97,6 +101,16 @@ pub struct Stitcher {
     /// Client bytes produced while ending a round, sent first by the next call.
     pending: Vec<Bytes>,
     finished: bool,
+    /// Whether the client's stream is still the upstream's (see [`light`]).
+    light: bool,
+    /// Whether `seq` has been set from the upstream's first sequence number.
+    seq_known: bool,
+    /// Whether the current round offers the expand tool (no call of it can come otherwise).
+    offered: bool,
+    /// Whether the model may make several calls in one round (`parallel_tool_calls`).
+    parallel: bool,
+    /// The light path's splice of the echoed tool and directive, computed once per stream.
+    echo: super::echo::EchoCache,
 }
 
 impl Stitcher {
@@ -114,7 +128,29 @@ impl Stitcher {
             round: Round::default(),
             pending: Vec::new(),
             finished: false,
+            light: true,
+            seq_known: false,
+            offered: true,
+            parallel: true,
+            echo: super::echo::EchoCache::default(),
         }
+    }
+
+    /// Whether the current round offers the expand tool (default: yes). A round that does not can hold no expand
+    /// call, so its client calls stream as they come.
+    pub fn offer_expand(&mut self, offered: bool) {
+        self.offered = offered;
+    }
+
+    /// Whether the request allows several tool calls per round (`parallel_tool_calls`, default: yes). When it does
+    /// not, a client call is the round's only call, so it is shown at once.
+    pub fn set_parallel_calls(&mut self, parallel: bool) {
+        self.parallel = parallel;
+    }
+
+    /// Whether client calls must be held until the round ends: only while an expand call may still follow.
+    fn holds_calls(&self) -> bool {
+        self.offered && self.parallel
     }
 
     /// The response id the client sees (the first round's), once known.
@@ -124,14 +160,20 @@ impl Stitcher {
 
     /// Feeds the current round's upstream bytes; returns what to send the client now.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<Bytes> {
+        self.push_bytes(Bytes::copy_from_slice(chunk))
+    }
+
+    /// [`Self::push`] for a chunk the caller owns. The client bytes are joined into one piece when the round
+    /// forwards several events (one write to the client instead of one per event).
+    pub fn push_bytes(&mut self, chunk: Bytes) -> Vec<Bytes> {
         let mut out = std::mem::take(&mut self.pending);
         if self.finished {
             return out;
         }
-        for event in self.round.parser.push(chunk) {
+        for event in self.round.parser.push(&chunk) {
             self.on_event(event, &mut out);
         }
-        out
+        join(out)
     }
 
     /// The current round's upstream stream ended (cleanly or not).
@@ -142,11 +184,14 @@ impl Stitcher {
             self.on_event(event, &mut out);
         }
         self.pending = out;
+        let light_terminal = self.round.light_terminal.as_ref().map(|t| t.kind);
         let terminal = self
             .round
             .terminal
             .as_ref()
-            .map_or(Terminal::Missing, |t| t.0);
+            .map(|t| t.0)
+            .or(light_terminal)
+            .unwrap_or(Terminal::Missing);
         let response = self
             .round
             .terminal
@@ -183,6 +228,7 @@ impl Stitcher {
         RoundEnd {
             terminal,
             dropped_client_calls: if expand_calls.is_empty() { 0 } else { held },
+            shown_client_calls: self.round.shown_calls,
             expand_calls,
             output,
             usage,
@@ -211,6 +257,14 @@ impl Stitcher {
             let _ = self.end_round();
         }
         self.finished = true;
+        if let Some(light) = self.round.light_terminal.take() {
+            // Nothing was hidden: the upstream's terminal (echo spliced out) is the client's.
+            let mut out = std::mem::take(&mut self.pending);
+            self.release_held(&mut out);
+            out.push(light.bytes);
+            out.extend(self.round.done.take());
+            return out;
+        }
         let Some((_, terminal)) = self.round.terminal.take() else {
             self.pending.clear();
             return Vec::new();
@@ -243,6 +297,9 @@ impl Stitcher {
     }
 
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<Bytes>) {
+        if self.light(&event, out) {
+            return;
+        }
         let SseEvent { event, data, raw } = event;
         let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(&data) else {
             if data.trim() == "[DONE]" {
@@ -252,6 +309,9 @@ impl Stitcher {
             }
             return;
         };
+        // From here on the client's stream is stitched: values parsed, events renumbered and re-framed.
+        self.light = false;
+        self.seq_known = true;
         let kind = obj.get("type").and_then(Value::as_str).or(event.as_deref());
         let kind = kind.unwrap_or_default().to_owned();
         self.learn_id(&obj);
@@ -285,4 +345,16 @@ impl Stitcher {
         let changed = self.rewrite(&mut obj, client_index);
         out.push(frame(event.as_deref(), obj, raw, changed));
     }
+}
+
+/// One piece for the client from the pieces of one upstream chunk.
+fn join(mut parts: Vec<Bytes>) -> Vec<Bytes> {
+    if parts.len() < 2 {
+        return parts;
+    }
+    let mut joined = bytes::BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+    for part in parts.drain(..) {
+        joined.extend_from_slice(&part);
+    }
+    vec![joined.freeze()]
 }

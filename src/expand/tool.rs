@@ -41,6 +41,12 @@ matching lines. If it reports that the content expired, run again the tool that 
 
 /// The `context_expand` function tool in Responses API shape.
 ///
+/// The tool definition, built once: every turn that offers the tool appends these same bytes.
+pub fn tool_value() -> &'static Value {
+    static TOOL: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    TOOL.get_or_init(tool_definition)
+}
+
 /// Built from constants with `json!` under `preserve_order`, so its serialization is identical on every call.
 /// `strict` is false because `query`, `offset` and `limit` are optional, which strict mode does not allow
 /// without nullable types.

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use bytes::Bytes;
+use std::future::Future;
+
 use futures_util::{Stream, StreamExt};
 
 use super::error::ProxyError;
@@ -21,9 +23,21 @@ pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> +
 /// Largest answer ctxgate reads into memory for a call of its own.
 const MAX_OWN_CALL_BODY: usize = 64 * 1024 * 1024;
 
+thread_local! {
+    /// Which server worker (one current-thread runtime per core) this thread runs; 0 outside workers.
+    static WORKER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the current thread as server worker `index`: its upstream requests use that worker's own connection
+/// pool, so a pooled connection's task always runs on the thread that uses it (no wake-ups across threads).
+pub fn set_worker(index: usize) {
+    WORKER.with(|w| w.set(index));
+}
+
 #[derive(Clone)]
 pub struct Upstream {
-    client: reqwest::Client,
+    /// One client (connection pool) per server worker, indexed by [`set_worker`]'s index.
+    clients: std::sync::Arc<[reqwest::Client]>,
     base: reqwest::Url,
     read_timeout: Duration,
     idle_timeout: Duration,
@@ -37,15 +51,20 @@ pub struct UpstreamResponse {
 
 impl Upstream {
     pub fn new(cfg: &UpstreamConfig) -> Result<Upstream, ProxyError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(cfg.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))?;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let clients = (0..workers)
+            .map(|_| {
+                reqwest::Client::builder()
+                    .connect_timeout(cfg.connect_timeout)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .pool_idle_timeout(Duration::from_secs(90))
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Upstream {
-            client,
+            clients: clients.into(),
             base: cfg.url.clone(),
             read_timeout: cfg.read_timeout,
             idle_timeout: cfg.stream_idle_timeout,
@@ -70,8 +89,12 @@ impl Upstream {
         headers: HeaderMap,
         body: reqwest::Body,
     ) -> Result<UpstreamResponse, SendError> {
-        let request = self
-            .client
+        let index = WORKER.with(std::cell::Cell::get);
+        let client = self
+            .clients
+            .get(index % self.clients.len().max(1))
+            .ok_or_else(|| SendError::Other("no upstream client".into()))?;
+        let request = client
             .request(method, self.url_for(path_and_query))
             .headers(headers)
             .body(body);
@@ -125,75 +148,142 @@ impl Upstream {
 /// Largest run of already-arrived chunks joined into one write to the client.
 const COALESCE_MAX: usize = 64 * 1024;
 
-/// What the relay does next: read on, hand over an error it met while joining chunks, or stop.
-enum RelayState<S> {
-    Reading(std::pin::Pin<Box<S>>),
-    Failed(std::io::Error),
-    Done,
-}
-
 /// Wraps a byte stream so that each chunk must arrive within `idle` of the previous one.
 ///
-/// Chunks that have already arrived are joined into one (up to 64 KiB) before they are handed on: an upstream that
-/// writes each SSE event as its own chunk would otherwise cost one write to the client per event. Nothing waits for
-/// more data to join, so no delay is added.
+/// Chunks that are ready are joined into one (up to 64 KiB) before they are handed on, so an upstream that writes
+/// each SSE event as its own chunk costs fewer writes to the client when the events arrive together; nothing ever
+/// waits for more data to join, so no delay is added. (The HTTP client hands over one decoded chunk per poll of its
+/// connection task, so in practice chunks join only when that task got ahead.) One idle timer, re-armed only when
+/// the relay has to wait: a chunk already there costs no timer.
 pub fn idle_guarded<S, E>(inner: S, idle: Duration) -> BodyStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
-    use futures_util::FutureExt;
-    let state = RelayState::Reading(Box::pin(inner));
-    Box::pin(futures_util::stream::unfold(
-        state,
-        move |state| async move {
-            let mut inner = match state {
-                RelayState::Reading(inner) => inner,
-                RelayState::Failed(e) => return Some((Err(e), RelayState::Done)),
-                RelayState::Done => return None,
-            };
-            // A chunk already there needs no timer; the idle timer is armed only when the upstream makes us wait.
-            let next = match inner.next().now_or_never() {
-                Some(item) => Ok(item),
-                None => tokio::time::timeout(idle, inner.next()).await,
-            };
-            let first = match next {
-                Err(_) => {
-                    let e = std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("upstream idle for {idle:?}"),
-                    );
-                    return Some((Err(e), RelayState::Done));
+    Box::pin(IdleGuarded {
+        inner: Box::pin(inner),
+        idle,
+        timer: Box::pin(tokio::time::sleep(idle)),
+        armed: false,
+        held: None,
+        joined: None,
+        failed: None,
+        done: false,
+    })
+}
+
+struct IdleGuarded<S> {
+    inner: Pin<Box<S>>,
+    idle: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// Whether `timer` counts the current wait (it is re-armed when a wait starts).
+    armed: bool,
+    /// The first chunk held back for joining (kept as it is when nothing joins it).
+    held: Option<Bytes>,
+    /// Chunks joined so far, when more than one arrived.
+    joined: Option<bytes::BytesMut>,
+    /// An error met while joining, handed on after what was joined.
+    failed: Option<std::io::Error>,
+    done: bool,
+}
+
+impl<S> IdleGuarded<S> {
+    fn held_len(&self) -> usize {
+        self.joined
+            .as_ref()
+            .map_or_else(|| self.held.as_ref().map_or(0, Bytes::len), |j| j.len())
+    }
+
+    fn hold(&mut self, chunk: Bytes) {
+        match (&mut self.joined, self.held.take()) {
+            (Some(joined), _) => joined.extend_from_slice(&chunk),
+            (None, None) => self.held = Some(chunk),
+            (None, Some(first)) => {
+                let mut joined = bytes::BytesMut::with_capacity(first.len() + chunk.len());
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(&chunk);
+                self.joined = Some(joined);
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<Bytes> {
+        match self.joined.take() {
+            Some(joined) => Some(joined.freeze()),
+            None => self.held.take(),
+        }
+    }
+}
+
+impl<S, E> Stream for IdleGuarded<S>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if let Some(e) = this.failed.take() {
+            this.done = true;
+            return Poll::Ready(Some(Err(e)));
+        }
+        if this.done {
+            return Poll::Ready(this.take().map(Ok));
+        }
+        loop {
+            match this.inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    this.armed = false;
+                    this.hold(chunk);
+                    if this.held_len() >= COALESCE_MAX {
+                        return Poll::Ready(this.take().map(Ok));
+                    }
                 }
-                Ok(None) => return None,
-                Ok(Some(Err(e))) => {
-                    return Some((Err(std::io::Error::other(e.to_string())), RelayState::Done));
+                Poll::Ready(Some(Err(e))) => {
+                    let e = std::io::Error::other(e.to_string());
+                    match this.take() {
+                        Some(chunk) => {
+                            this.failed = Some(e);
+                            return Poll::Ready(Some(Ok(chunk)));
+                        }
+                        None => {
+                            this.done = true;
+                            return Poll::Ready(Some(Err(e)));
+                        }
+                    }
                 }
-                Ok(Some(Ok(chunk))) => chunk,
-            };
-            let mut joined: Option<bytes::BytesMut> = None;
-            let mut next_state = None;
-            while joined.as_ref().map_or(first.len(), |j| j.len()) < COALESCE_MAX {
-                match inner.next().now_or_never() {
-                    Some(Some(Ok(more))) => {
-                        let buf = joined.get_or_insert_with(|| bytes::BytesMut::from(&first[..]));
-                        buf.extend_from_slice(&more);
+                Poll::Ready(None) => {
+                    this.done = true;
+                    return Poll::Ready(this.take().map(Ok));
+                }
+                Poll::Pending if this.held.is_some() || this.joined.is_some() => {
+                    return Poll::Ready(this.take().map(Ok));
+                }
+                Poll::Pending => {
+                    if !this.armed {
+                        this.armed = true;
+                        let deadline = tokio::time::Instant::now() + this.idle;
+                        this.timer.as_mut().reset(deadline);
                     }
-                    Some(Some(Err(e))) => {
-                        next_state = Some(RelayState::Failed(std::io::Error::other(e.to_string())));
-                        break;
+                    if this.timer.as_mut().poll(cx).is_ready() {
+                        this.done = true;
+                        let idle = this.idle;
+                        let e = std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("upstream idle for {idle:?}"),
+                        );
+                        return Poll::Ready(Some(Err(e)));
                     }
-                    Some(None) => {
-                        next_state = Some(RelayState::Done);
-                        break;
-                    }
-                    None => break,
+                    return Poll::Pending;
                 }
             }
-            let chunk = joined.map(bytes::BytesMut::freeze).unwrap_or(first);
-            Some((Ok(chunk), next_state.unwrap_or(RelayState::Reading(inner))))
-        },
-    ))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -95,6 +95,18 @@ pub trait Store: Send + Sync {
         key: &str,
         record: Record,
     ) -> Result<(), StoreError>;
+    /// Writes several records durably, in one transaction where the backend has them (the default writes them one
+    /// by one). Used for records that are batched off the request path (response-id aliases).
+    async fn put_many(
+        &self,
+        ns: Namespace,
+        records: Vec<(String, String, Record)>,
+    ) -> Result<(), StoreError> {
+        for (tenant, key, record) in records {
+            self.put(ns, &tenant, &key, record).await?;
+        }
+        Ok(())
+    }
     /// Moves a live record's expiry; false when there is no live record.
     async fn touch(
         &self,

@@ -213,6 +213,29 @@ impl Store for RedbStore {
         .await
     }
 
+    async fn put_many(
+        &self,
+        ns: Namespace,
+        records: Vec<(String, String, Record)>,
+    ) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            {
+                let mut t = tx.open_table(table(ns)).map_err(io)?;
+                for (tenant, key, record) in &records {
+                    let k = full_key(tenant, key);
+                    t.insert(k.as_str(), encode(record).as_slice())
+                        .map_err(io)?;
+                }
+            }
+            tx.commit().map_err(io)
+        })
+        .await
+    }
+
     async fn touch(
         &self,
         ns: Namespace,

@@ -48,6 +48,10 @@ pub(super) struct Round {
     pub(super) done: Option<Bytes>,
     pub(super) id: Option<String>,
     pub(super) ended: bool,
+    /// Client calls shown while the round streamed.
+    pub(super) shown_calls: usize,
+    /// The terminal event, when the light path kept it.
+    pub(super) light_terminal: Option<super::light::LightTerminal>,
 }
 
 impl Stitcher {
@@ -58,8 +62,10 @@ impl Stitcher {
         }
         let slot = match item {
             Some(i) if merge::is_expand_call(i, &self.tool) => Slot::Expand,
-            Some(i) if merge::is_client_call(i, &self.tool) => Slot::Held,
+            Some(i) if merge::is_client_call(i, &self.tool) && self.holds_calls() => Slot::Held,
             _ => {
+                self.round.shown_calls +=
+                    usize::from(item.is_some_and(|i| merge::is_client_call(i, &self.tool)));
                 self.client_items.push(item.cloned().unwrap_or(Value::Null));
                 Slot::Visible(self.client_items.len() - 1)
             }

@@ -20,16 +20,22 @@ impl Stitcher {
             .and_then(|r| r.get("id"))
             .and_then(Value::as_str);
         let Some(id) = id else { return };
+        let created = obj
+            .get("response")
+            .and_then(|r| r.get("created_at"))
+            .cloned();
+        self.learn(id, created);
+    }
+
+    /// [`Self::learn_id`] from a response's id and creation time.
+    pub(super) fn learn(&mut self, id: &str, created: Option<Value>) {
         if self.round.id.is_none() {
             self.round.id = Some(id.to_owned());
         }
         match &self.first_id {
             None => {
                 self.first_id = Some(id.to_owned());
-                self.first_created = obj
-                    .get("response")
-                    .and_then(|r| r.get("created_at"))
-                    .cloned();
+                self.first_created = created;
             }
             Some(first) if first != id && !self.later_ids.iter().any(|l| l == id) => {
                 self.later_ids.push(id.to_owned());

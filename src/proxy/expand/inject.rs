@@ -1,34 +1,23 @@
 //! The inject stage, last of the turn: offer `context_expand` when the outgoing input carries a marker.
 //!
 //! It also undoes the one thing expansion changes for the client: the response id it saw may stand for a later
-//! round the proxy made, so an incoming `previous_response_id` is mapped back to the id the upstream really issued.
+//! round the proxy made, so an incoming `previous_response_id` is mapped back to the id the upstream really issued
+//! ([`super::aliases`]); and a turn whose server-held history carries markers is offered the tool even when its
+//! own input carries none.
 //! The tool definition and the directive are constants, so every request that gets them gets the same bytes and
 //! the provider's prompt cache is not disturbed; the client's own tools keep their bytes.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Expander;
-use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
+use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_value};
 use crate::proxy::turn::{Stage, StageError, Turn};
-use crate::store::{Namespace, Record, unix_now};
 
-/// Response-id aliases live as long as the upstream keeps responses (30 days).
-pub const ALIAS_TTL_SECS: u64 = 30 * 24 * 3600;
-
-/// What ctxgate remembers of a response id it handed a client.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Alias {
-    pub v: u32,
-    /// The id of the last round the upstream really made.
-    pub real_id: String,
-    /// Whether that turn's input carried markers (the server-side history then does too).
-    #[serde(default)]
-    pub markers: bool,
-}
+/// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
+pub const EXPAND_STAGE: &str = "expand";
 
 pub struct InjectStage {
     expander: Arc<Expander>,
@@ -40,48 +29,10 @@ impl InjectStage {
     }
 }
 
-/// Records, in the background, that `client_id` stands for `real_id`. A turn the proxy did not continue needs no
-/// alias (the client saw the real id), so nothing is written for it: no store write on the common path.
-pub fn remember_alias(
-    expander: &Expander,
-    tasks: &tokio_util::task::TaskTracker,
-    tenant: &str,
-    client_id: &str,
-    real_id: &str,
-) {
-    if client_id == real_id || client_id.is_empty() || real_id.is_empty() {
-        return;
-    }
-    let alias = Alias {
-        v: 1,
-        real_id: real_id.to_string(),
-        markers: true,
-    };
-    let Ok(value) = serde_json::to_vec(&alias) else {
-        return;
-    };
-    let now = unix_now();
-    let record = Record {
-        value,
-        created_at: now,
-        expires_at: Some(now + ALIAS_TTL_SECS),
-    };
-    let (store, tenant, key) = (
-        expander.store().clone(),
-        tenant.to_string(),
-        client_id.to_string(),
-    );
-    tasks.spawn(async move {
-        if let Err(e) = store.put(Namespace::Aliases, &tenant, &key, record).await {
-            tracing::warn!(error = %e, "could not store a response-id alias");
-        }
-    });
-}
-
 #[async_trait]
 impl Stage for InjectStage {
     fn name(&self) -> &'static str {
-        "expand"
+        EXPAND_STAGE
     }
 
     async fn apply(&self, turn: &mut Turn) -> Result<(), StageError> {
@@ -92,12 +43,7 @@ impl Stage for InjectStage {
         let tenant = turn.caller.tenant.as_str().to_string();
         let mut history_has_markers = false;
         if let Some(previous) = turn.body.get_str("previous_response_id") {
-            let found = self
-                .expander
-                .store()
-                .get(Namespace::Aliases, &tenant, &previous, unix_now())
-                .await?
-                .and_then(|r| serde_json::from_slice::<Alias>(&r.value).ok());
+            let found = self.expander.aliases.lookup(&tenant, &previous).await?;
             if let Some(alias) = found {
                 history_has_markers = alias.markers;
                 if alias.real_id != previous {
@@ -121,7 +67,7 @@ impl Stage for InjectStage {
                 .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL)),
             _ => false,
         };
-        if !already && !turn.body.append_to_array("tools", &tool_definition()) {
+        if !already && !turn.body.append_to_array("tools", tool_value()) {
             // `tools` is not an array: the upstream will refuse the request; leave it as the client sent it.
             return Ok(());
         }

@@ -6,6 +6,7 @@
 //! people and scripts by the side endpoints ([`endpoints`]). Every expansion refreshes the original's expiry, is
 //! counted and audited, and feeds the keep-pattern suggestions.
 
+pub mod aliases;
 pub mod endpoints;
 pub mod inject;
 pub mod rounds;
@@ -46,6 +47,8 @@ pub struct Expander {
     tasks: TaskTracker,
     /// Serialises read-modify-write of the suggestion records within this process.
     book_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Response-id aliases of turns that offered the tool.
+    pub aliases: aliases::AliasBook,
 }
 
 impl Expander {
@@ -59,6 +62,7 @@ impl Expander {
         Expander {
             settings,
             ttl_secs,
+            aliases: aliases::AliasBook::new(store.clone(), tasks.clone()),
             store,
             metrics,
             tasks,

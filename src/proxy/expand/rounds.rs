@@ -14,11 +14,12 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use super::inject::remember_alias;
-use crate::expand::merge;
+use super::inject::EXPAND_STAGE;
 use crate::expand::tool::EXPAND_TOOL;
+use crate::expand::{echo, merge};
 use crate::proxy::auth::Caller;
 use crate::proxy::error::ProxyError;
+use crate::proxy::turn::{Stage, Turn, run_stages};
 use crate::proxy::upstream::UpstreamResponse;
 use crate::proxy::{Clock, Outbound, forward, headers, relay, render_error};
 use crate::responses::{Input, Item, RequestBody};
@@ -40,6 +41,8 @@ pub struct Rounds {
     /// everything before stay as they were.
     pub request: RequestBody,
     pub extra_headers: Vec<(axum::http::HeaderName, HeaderValue)>,
+    /// Whether the upstream keeps the response (`store` not false), so a later turn may name it.
+    stored: bool,
 }
 
 impl Rounds {
@@ -54,7 +57,9 @@ impl Rounds {
     ) -> Rounds {
         let mut plain = client_headers.clone();
         plain.remove(header::ACCEPT_ENCODING);
+        let stored = !matches!(request.get("store"), Some(Value::Bool(false)));
         Rounds {
+            stored,
             state,
             caller,
             client_headers: plain,
@@ -62,6 +67,18 @@ impl Rounds {
             request_id,
             request,
             extra_headers,
+        }
+    }
+
+    /// Remembers the response the client saw as standing for the last real round, with markers in its history
+    /// (every turn here offered the tool). Nothing is remembered of a response the upstream does not keep.
+    pub fn remember(&self, client_id: &str, real_id: &str) {
+        if self.stored {
+            let tenant = self.caller.tenant.as_str();
+            self.state
+                .expander
+                .aliases
+                .remember(tenant, client_id, real_id);
         }
     }
 
@@ -122,7 +139,41 @@ impl Rounds {
                 self.request.set("tools", Value::Array(tools));
             }
         }
+        self.restage().await;
         self.state.metrics.expand_rounds.inc();
+    }
+
+    /// Runs the follow-up request through the stages before the expand stage (compress, fold), as the first round
+    /// went: the round's output and the expansions it appended are compressed and folded by the same rules, and
+    /// items already seen keep the bytes they had. The expand stage itself is not run again (the tool and directive
+    /// are already in place). A fault fails open like on the first round; a fold that would reject the turn sends
+    /// the round as it is.
+    async fn restage(&mut self) {
+        let placeholder = RequestBody::parse(Bytes::from_static(b"{}"));
+        let Ok(placeholder) = placeholder else {
+            return;
+        };
+        let body = std::mem::replace(&mut self.request, placeholder);
+        let mut turn = Turn {
+            request_id: self.request_id.clone(),
+            caller: self.caller.clone(),
+            body,
+            client_headers: self.client_headers.clone(),
+            response_headers: Vec::new(),
+            expand_active: true,
+        };
+        let stages: Vec<Arc<dyn Stage>> = self
+            .state
+            .stages
+            .iter()
+            .filter(|s| s.name() != EXPAND_STAGE)
+            .cloned()
+            .collect();
+        let metrics = &self.state.metrics;
+        if let Err(e) = run_stages(&stages, &mut turn, |stage| metrics.stage_fault(stage)).await {
+            tracing::warn!(request_id = %self.request_id, error = %e, "a stage refused a follow-up round; sent as it is");
+        }
+        self.request = turn.body;
     }
 }
 
@@ -153,6 +204,25 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
             Ok(b) => b,
             Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
         };
+        if round == 0 {
+            // The common case: the tool was offered and not called. The upstream's bytes go out as they came,
+            // but for the echoed tool and directive spliced out; nothing is parsed into values.
+            if let Some(glance) = echo::glance(&bytes, EXPAND_TOOL).filter(|g| !g.expand_call) {
+                if let Some(id) = &glance.id {
+                    rounds.remember(id, id);
+                }
+                let body = match echo::client_view(&bytes, &glance, EXPAND_TOOL) {
+                    Some(view) => Bytes::from(view),
+                    None => bytes,
+                };
+                return finish(
+                    &state,
+                    &clock,
+                    respond(status, headers, body, &rounds.extra_headers),
+                    status.as_u16(),
+                );
+            }
+        }
         let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
             return finish(
                 &state,
@@ -173,13 +243,7 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
         usages.push(answer.get("usage").cloned().unwrap_or(Value::Null));
         let calls = merge::expand_calls(&answer, EXPAND_TOOL);
         if calls.is_empty() || round >= state.expander.settings.max_rounds {
-            remember_alias(
-                &state.expander,
-                &state.tasks,
-                rounds.caller.tenant.as_str(),
-                &first,
-                &real_id,
-            );
+            rounds.remember(&first, &real_id);
             // The tool the proxy added is taken out of the echoed request too: the client never declared it.
             let mut merged = merge::final_response(answer, &usages, &first, EXPAND_TOOL);
             // One response, created when the first round was.
@@ -211,18 +275,28 @@ fn finish(state: &AppState, clock: &Clock, response: Response, status: u16) -> R
 
 async fn read_all(state: &AppState, upstream: UpstreamResponse) -> Result<Bytes, ProxyError> {
     let mut stream = state.upstream.relay(upstream.response);
+    // An answer that arrives in one chunk (most do) is kept as it is, not copied.
+    let mut first: Option<Bytes> = None;
     let mut buf = bytes::BytesMut::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk
             .map_err(|e| ProxyError::UpstreamUnreachable(format!("reading the answer: {e}")))?;
-        if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+        let held = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        if held + chunk.len() > MAX_ANSWER_BYTES {
             return Err(ProxyError::UpstreamUnreachable(
                 "answer larger than 64 MiB".into(),
             ));
         }
-        buf.extend_from_slice(&chunk);
+        match first.take() {
+            None if buf.is_empty() => first = Some(chunk),
+            None => buf.extend_from_slice(&chunk),
+            Some(earlier) => {
+                buf.extend_from_slice(&earlier);
+                buf.extend_from_slice(&chunk);
+            }
+        }
     }
-    Ok(buf.freeze())
+    Ok(first.unwrap_or_else(|| buf.freeze()))
 }
 
 /// A response with the upstream's status and headers and a body ctxgate holds whole.

@@ -1,21 +1,24 @@
 //! The expand loop for SSE answers: events are relayed as they arrive, rounds stitched into one stream.
 //!
-//! Each upstream round is fed to the [`Stitcher`], which hides the `context_expand` items, holds back the
-//! terminal event of a round that continues, and renumbers what the client sees. When a round ends with expand
-//! calls, they are answered and the next round starts; the client sees one `response.created`, strictly increasing
-//! `sequence_number`s, `output_index` counting only its own items and one terminal event with the summed usage.
-//! A round cut off upstream ends the client's stream there, truncated — never with an invented ending. A client
-//! that hangs up stops the loop and cancels the upstream request.
+//! Each upstream round is fed to the [`Stitcher`]. While nothing must be hidden it relays the upstream's events
+//! as they came (the echoed tool and directive spliced out of the response objects), so a turn that is offered
+//! `context_expand` and never calls it costs about what a plain relay costs; from the event that opens an expand
+//! call it hides the call, holds back the terminal event of a round that continues, and renumbers what the client
+//! sees. When a round ends with expand calls, they are answered and the next round starts; the client sees one
+//! `response.created`, strictly increasing `sequence_number`s, `output_index` counting only its own items and one
+//! terminal event with the summed usage. A round cut off upstream ends the client's stream there, truncated —
+//! never with an invented ending. The whole loop is a stream polled by the client connection itself (no task, no
+//! channel): a client that hangs up drops it, which cancels the upstream request.
 
 use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
 use futures_util::StreamExt;
 
-use super::inject::remember_alias;
 use super::rounds::Rounds;
 use crate::expand::stitch::{Stitcher, Terminal};
 use crate::expand::tool::EXPAND_TOOL;
+use crate::proxy::upstream::BodyStream;
 use crate::proxy::{Clock, headers, relay, render_error};
 
 const ROUTE: &str = "responses";
@@ -27,7 +30,7 @@ fn cut(reason: &str) -> Chunk {
 }
 
 /// Runs a streamed turn with expansion: the first round's headers go out at once, the rounds follow.
-pub async fn run_stream(mut rounds: Rounds, mut clock: Clock) -> Response {
+pub async fn run_stream(rounds: Rounds, mut clock: Clock) -> Response {
     let state = rounds.state.clone();
     let method = axum::http::Method::POST;
     let first = match rounds.send(&mut clock).await {
@@ -65,82 +68,103 @@ pub async fn run_stream(mut rounds: Rounds, mut clock: Clock) -> Response {
         .observe_request(ROUTE, "POST", status.as_u16());
     state.metrics.observe_overhead(ROUTE, clock.overhead());
 
-    let (tx, rx) = tokio::sync::mpsc::channel::<Chunk>(64);
-    tokio::spawn(async move {
-        let mut stitcher = Stitcher::new(EXPAND_TOOL);
-        let mut upstream = first;
-        let mut round = 0usize;
-        loop {
-            let mut body = rounds.state.upstream.relay(upstream.response);
-            while let Some(chunk) = body.next().await {
-                match chunk {
-                    Ok(bytes) => {
-                        for out in stitcher.push(&bytes) {
-                            if tx.send(Ok(out)).await.is_err() {
-                                return; // the client hung up: dropping `body` cancels the upstream request
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                }
-            }
-            let end = stitcher.end_round();
-            if end.terminal == Terminal::Missing {
-                let _ = tx
-                    .send(cut("upstream stream ended without a terminal event"))
-                    .await;
-                return;
-            }
-            let max_rounds = rounds.state.expander.settings.max_rounds;
-            if end.expand_calls.is_empty() || round >= max_rounds {
-                for out in stitcher.finish() {
-                    if tx.send(Ok(out)).await.is_err() {
-                        return;
-                    }
-                }
-                if let (Some(first_id), Some(real_id)) =
-                    (stitcher.response_id(), end.response_id.as_deref())
-                {
-                    let state = &rounds.state;
-                    remember_alias(
-                        &state.expander,
-                        &state.tasks,
-                        rounds.caller.tenant.as_str(),
-                        first_id,
-                        real_id,
-                    );
-                }
-                return;
-            }
-            round += 1;
-            rounds
-                .prepare_next(&end.output, &end.expand_calls, round)
-                .await;
-            let mut clock = Clock::start();
-            upstream = match rounds.send(&mut clock).await {
-                Ok(u) if u.response.status().is_success() => u,
-                Ok(u) => {
-                    let status = u.response.status();
-                    let _ = tx
-                        .send(cut(&format!("follow-up round answered HTTP {status}")))
-                        .await;
-                    return;
-                }
-                Err(e) => {
-                    let _ = tx.send(cut(&e.to_string())).await;
-                    return;
-                }
-            };
-            stitcher.begin_round();
-        }
+    let mut stitcher = Stitcher::new(EXPAND_TOOL);
+    let parallel = !matches!(
+        rounds.request.get("parallel_tool_calls"),
+        Some(serde_json::Value::Bool(false))
+    );
+    stitcher.set_parallel_calls(parallel);
+    let body = rounds.state.upstream.relay(first.response);
+    let driver = Driver {
+        rounds,
+        stitcher,
+        body: Some(body),
+        round: 0,
+        queue: std::collections::VecDeque::new(),
+    };
+    // The body is driven by the connection that writes it to the client: no task and no channel in between.
+    let stream = futures_util::stream::unfold(driver, |mut driver| async move {
+        driver.next().await.map(|chunk| (chunk, driver))
     });
-    let stream =
-        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
     let mut response = Response::new(Body::from_stream(stream));
     *response.status_mut() = status;
     *response.headers_mut() = out_headers;
     response
+}
+
+/// The state of a streamed turn with expansion, polled by the client connection.
+struct Driver {
+    rounds: Rounds,
+    stitcher: Stitcher,
+    /// The current round's upstream body; `None` once the client stream is over.
+    body: Option<BodyStream>,
+    round: usize,
+    /// Client bytes ready to go.
+    queue: std::collections::VecDeque<Chunk>,
+}
+
+impl Driver {
+    /// The next piece of the client's stream (`None` at its end). A client that hangs up drops the driver, and
+    /// with it the upstream request.
+    async fn next(&mut self) -> Option<Chunk> {
+        loop {
+            if let Some(chunk) = self.queue.pop_front() {
+                return Some(chunk);
+            }
+            let body = self.body.as_mut()?;
+            match body.next().await {
+                Some(Ok(bytes)) => {
+                    let out = self.stitcher.push_bytes(bytes);
+                    self.queue.extend(out.into_iter().map(Ok));
+                }
+                Some(Err(e)) => {
+                    self.body = None;
+                    return Some(Err(e));
+                }
+                None => self.end_round().await,
+            }
+        }
+    }
+
+    /// The round's upstream body ended: finish the client stream, or answer the expand calls and start the next
+    /// round.
+    async fn end_round(&mut self) {
+        self.body = None;
+        let end = self.stitcher.end_round();
+        if end.terminal == Terminal::Missing {
+            self.queue
+                .push_back(cut("upstream stream ended without a terminal event"));
+            return;
+        }
+        let state = self.rounds.state.clone();
+        let max_rounds = state.expander.settings.max_rounds;
+        if end.expand_calls.is_empty() || self.round >= max_rounds || end.shown_client_calls > 0 {
+            self.queue
+                .extend(self.stitcher.finish().into_iter().map(Ok));
+            if let (Some(first_id), Some(real_id)) =
+                (self.stitcher.response_id(), end.response_id.as_deref())
+            {
+                self.rounds.remember(first_id, real_id);
+            }
+            return;
+        }
+        self.round += 1;
+        self.rounds
+            .prepare_next(&end.output, &end.expand_calls, self.round)
+            .await;
+        let mut clock = Clock::start();
+        match self.rounds.send(&mut clock).await {
+            Ok(u) if u.response.status().is_success() => {
+                self.stitcher.begin_round();
+                self.stitcher.offer_expand(self.round < max_rounds);
+                self.body = Some(state.upstream.relay(u.response));
+            }
+            Ok(u) => {
+                let status = u.response.status();
+                self.queue
+                    .push_back(cut(&format!("follow-up round answered HTTP {status}")));
+            }
+            Err(e) => self.queue.push_back(cut(&e.to_string())),
+        }
+    }
 }

@@ -1,0 +1,325 @@
+//! The client view of an upstream answer that needed no expansion, without re-serializing it.
+//!
+//! A turn that offers `context_expand` sends the upstream the proxy's tool and directive, and the upstream echoes
+//! them back in the response object (`tools`, `instructions`). When the model did not call the tool, that echo is
+//! the only thing the client must not see: everything else reaches it byte for byte. So instead of parsing the
+//! whole answer into values and writing it out again, this module finds the byte spans of the few members it
+//! needs in one borrowing pass ([`glance`]) and splices new bytes into exactly those spans ([`client_view`]).
+//! The same splice serves the `response` object of SSE lifecycle events ([`strip_event`]).
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::merge::restore_instructions;
+
+/// The members of a response object this module reads; every other member is skipped without being copied.
+#[derive(Deserialize)]
+struct Members<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tools: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    instructions: Option<&'a RawValue>,
+}
+
+/// What classifies an item or a tool: its type and name (all else skipped).
+#[derive(Deserialize)]
+pub(crate) struct Head<'a> {
+    #[serde(rename = "type", default, borrow)]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) name: Option<Cow<'a, str>>,
+}
+
+impl Head<'_> {
+    pub(crate) fn is_function(&self, name: &str) -> bool {
+        self.kind.as_deref() == Some("function_call") && self.name.as_deref() == Some(name)
+    }
+}
+
+/// An SSE event's `response` member, if any.
+#[derive(Deserialize)]
+struct EventResponse<'a> {
+    #[serde(borrow, default)]
+    response: Option<&'a RawValue>,
+}
+
+/// Where the members of one JSON response object are, and whether its output calls the expand tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glance {
+    /// The response's `id`.
+    pub id: Option<String>,
+    /// Whether `output` holds a `function_call` of the expand tool (or could not be read, to be safe).
+    pub expand_call: bool,
+    tools: Option<Range<usize>>,
+    instructions: Option<Range<usize>>,
+}
+
+fn span(base: &[u8], raw: &RawValue) -> Range<usize> {
+    let start = raw.get().as_ptr() as usize - base.as_ptr() as usize;
+    start..start + raw.get().len()
+}
+
+/// Reads a response object's `output` item heads and the spans of `tools` and `instructions`, in one pass that
+/// allocates nothing for the members it skips. `None` when the bytes are not a JSON object (or repeat a member
+/// this module reads): the caller then takes the full path.
+pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
+    // A derived struct also reads a JSON array (positionally): only an object is a response.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let members: Members<'_> = serde_json::from_slice(bytes).ok()?;
+    let expand_call = match members.output {
+        None => false,
+        Some(raw) => match serde_json::from_str::<Vec<Head<'_>>>(raw.get()) {
+            Ok(items) => items.iter().any(|i| i.is_function(expand_tool)),
+            Err(_) => serde_json::from_str::<serde::de::IgnoredAny>(raw.get()).is_err(),
+        },
+    };
+    Some(Glance {
+        id: members.id.map(Cow::into_owned),
+        expand_call,
+        tools: members.tools.map(|r| span(bytes, r)),
+        instructions: members.instructions.map(|r| span(bytes, r)),
+    })
+}
+
+/// The answer as the client must see it: the expand tool taken out of `tools` and the directive out of
+/// `instructions`; every other byte as the upstream sent it. `None` when nothing had to change.
+///
+/// The splice is remembered per thread (see [`EchoCache`]): the turns of a conversation echo the same members.
+pub fn client_view(bytes: &[u8], glance: &Glance, expand_tool: &str) -> Option<Vec<u8>> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<EchoCache> = std::cell::RefCell::new(EchoCache::default());
+    }
+    CACHE.with(|cache| match cache.try_borrow_mut() {
+        Ok(mut cache) => client_view_cached(bytes, glance, expand_tool, &mut cache),
+        Err(_) => client_view_cached(bytes, glance, expand_tool, &mut EchoCache::default()),
+    })
+}
+
+/// The last splice of each echoed member: the lifecycle events of one stream (created, in progress, completed)
+/// echo the same `tools` and `instructions`, so the splice is computed once and the later ones only compared.
+#[derive(Debug, Default)]
+pub struct EchoCache {
+    tools: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    instructions: Option<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+fn cached(
+    slot: &mut Option<(Vec<u8>, Option<Vec<u8>>)>,
+    raw: &[u8],
+    compute: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    match slot {
+        Some((seen, out)) if seen.as_slice() == raw => out.clone(),
+        _ => {
+            let out = compute(raw);
+            *slot = Some((raw.to_vec(), out.clone()));
+            out
+        }
+    }
+}
+
+/// [`client_view`] with an [`EchoCache`].
+pub fn client_view_cached(
+    bytes: &[u8],
+    glance: &Glance,
+    expand_tool: &str,
+    cache: &mut EchoCache,
+) -> Option<Vec<u8>> {
+    let mut splices: Vec<(Range<usize>, Vec<u8>)> = Vec::new();
+    if let Some(range) = &glance.tools {
+        let raw = bytes.get(range.clone())?;
+        if let Some(tools) = cached(&mut cache.tools, raw, |t| strip_tool(t, expand_tool)) {
+            splices.push((range.clone(), tools));
+        }
+    }
+    if let Some(range) = &glance.instructions {
+        let raw = bytes.get(range.clone())?;
+        let restored = cached(&mut cache.instructions, raw, |raw| {
+            let text = serde_json::from_slice::<Cow<'_, str>>(raw).ok()?;
+            let value = restore_instructions(&text)?;
+            serde_json::to_vec(&value).ok()
+        });
+        if let Some(restored) = restored {
+            splices.push((range.clone(), restored));
+        }
+    }
+    if splices.is_empty() {
+        return None;
+    }
+    splices.sort_by_key(|(r, _)| r.start);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for (range, with) in splices {
+        out.extend_from_slice(bytes.get(at..range.start)?);
+        out.extend_from_slice(&with);
+        at = range.end;
+    }
+    out.extend_from_slice(bytes.get(at..)?);
+    Some(out)
+}
+
+/// The `tools` array without the expand tool, the other elements' bytes (and the separators around them) kept;
+/// `None` when the tool is not there.
+fn strip_tool(array: &[u8], expand_tool: &str) -> Option<Vec<u8>> {
+    let elements: Vec<&RawValue> = serde_json::from_slice(array).ok()?;
+    let spans: Vec<Range<usize>> = elements.iter().map(|e| span(array, e)).collect();
+    let dropped: Vec<usize> = elements
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            serde_json::from_str::<Head<'_>>(e.get()).is_ok_and(|h| {
+                h.kind.as_deref() == Some("function") && h.name.as_deref() == Some(expand_tool)
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    match dropped.as_slice() {
+        [] => None,
+        [k] => {
+            let k = *k;
+            // Take the element with the separator before it (or, for the first, the one after it).
+            let cut = match (k.checked_sub(1), spans.get(k + 1)) {
+                (Some(prev), _) => spans.get(prev)?.end..spans.get(k)?.end,
+                (None, Some(next)) => spans.get(k)?.start..next.start,
+                (None, None) => spans.get(k)?.clone(),
+            };
+            let mut out = Vec::with_capacity(array.len());
+            out.extend_from_slice(array.get(..cut.start)?);
+            out.extend_from_slice(array.get(cut.end..)?);
+            Some(out)
+        }
+        _ => {
+            // Several copies (never sent by ctxgate itself): rebuild the array from the kept elements.
+            let kept = (0..elements.len()).filter(|i| !dropped.contains(i));
+            let parts: Vec<&str> = kept
+                .filter_map(|i| elements.get(i).map(|e| e.get()))
+                .collect();
+            Some(format!("[{}]", parts.join(",")).into_bytes())
+        }
+    }
+}
+
+/// The data of an SSE event whose `response` object echoes the expand tool or directive, with both taken out;
+/// `None` when the event has no such echo (or is not a JSON object).
+pub fn strip_event(data: &str, expand_tool: &str) -> Option<String> {
+    let event: EventResponse<'_> = serde_json::from_str(data).ok()?;
+    let range = span(data.as_bytes(), event.response?);
+    strip_response(data, range, expand_tool, &mut EchoCache::default())
+}
+
+/// [`strip_event`] for an event whose `response` object stands at `range` of `data` (already found by the
+/// caller's parse), with an [`EchoCache`].
+pub fn strip_response(
+    data: &str,
+    range: Range<usize>,
+    expand_tool: &str,
+    cache: &mut EchoCache,
+) -> Option<String> {
+    let response = data.get(range.clone())?.as_bytes();
+    let inner = glance(response, expand_tool)?;
+    let restored = client_view_cached(response, &inner, expand_tool, cache)?;
+    let restored = String::from_utf8(restored).ok()?;
+    let mut out = String::with_capacity(data.len());
+    out.push_str(data.get(..range.start)?);
+    out.push_str(&restored);
+    out.push_str(data.get(range.end..)?);
+    Some(out)
+}
+
+/// Where `raw` (parsed out of `data`) stands in `data`.
+pub fn span_in(data: &str, raw: &RawValue) -> Range<usize> {
+    span(data.as_bytes(), raw)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
+    use serde_json::{Value, json};
+
+    fn pretty_answer(output: Value) -> Vec<u8> {
+        let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
+        let answer = json!({"id":"resp_1","output":output,"instructions":append_directive(Some("be brief")),
+            "tools":tools,"usage":{"input_tokens":3}});
+        serde_json::to_vec_pretty(&answer).unwrap()
+    }
+
+    #[test]
+    fn only_the_echoed_members_change() {
+        let bytes = pretty_answer(json!([{"type":"message","content":[]}]));
+        let g = glance(&bytes, EXPAND_TOOL).unwrap();
+        assert!(!g.expand_call);
+        let out = client_view(&bytes, &g, EXPAND_TOOL).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["tools"], json!([{"type":"function","name":"shell"}]));
+        assert_eq!(v["instructions"], "be brief");
+        let text = String::from_utf8(out).unwrap();
+        let before = String::from_utf8(bytes.clone()).unwrap();
+        // Everything up to the instructions member and the usage after the tools stays as sent.
+        let head = before.split("\"instructions\"").next().unwrap();
+        assert!(text.starts_with(head));
+        assert!(text.ends_with(before.split("\"usage\"").nth(1).unwrap()));
+        assert!(!text.contains(EXPAND_TOOL));
+    }
+
+    #[test]
+    fn calls_are_seen_and_odd_bodies_are_refused() {
+        let call = json!([{"type":"function_call","name":EXPAND_TOOL,"arguments":"{}"}]);
+        assert!(
+            glance(&pretty_answer(call), EXPAND_TOOL)
+                .unwrap()
+                .expand_call
+        );
+        assert!(glance(b"[1,2]", EXPAND_TOOL).is_none());
+        assert!(glance(b"{\"output\":", EXPAND_TOOL).is_none());
+        let odd = glance(br#"{"output":{"a":1},"tools":7}"#, EXPAND_TOOL).unwrap();
+        assert!(!odd.expand_call);
+        assert!(client_view(br#"{"output":{"a":1},"tools":7}"#, &odd, EXPAND_TOOL).is_none());
+    }
+
+    #[test]
+    fn the_tool_is_cut_wherever_it_stands() {
+        let t = serde_json::to_string(&tool_definition()).unwrap();
+        for (array, want) in [
+            (format!("[{t}]"), "[]".to_string()),
+            (
+                format!("[ {t} , {{\"type\":\"x\"}} ]"),
+                "[ {\"type\":\"x\"} ]".to_string(),
+            ),
+            (
+                format!("[{{\"type\":\"x\"}},\n  {t}\n]"),
+                "[{\"type\":\"x\"}\n]".to_string(),
+            ),
+            (format!("[{t},{t}]"), "[]".to_string()),
+        ] {
+            let out = strip_tool(array.as_bytes(), EXPAND_TOOL).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
+        assert!(strip_tool(b"[{\"type\":\"x\"}]", EXPAND_TOOL).is_none());
+    }
+
+    #[test]
+    fn events_keep_their_other_bytes() {
+        let tools = json!([tool_definition()]);
+        let data = json!({"type":"response.created","sequence_number":0,
+            "response":{"id":"r","tools":tools,"instructions":append_directive(None)}})
+        .to_string();
+        let out = strip_event(&data, EXPAND_TOOL).unwrap();
+        assert_eq!(
+            out,
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","tools":[],"instructions":null}}"#
+        );
+        assert!(strip_event(r#"{"type":"response.output_text.delta"}"#, EXPAND_TOOL).is_none());
+        assert!(strip_event("[DONE]", EXPAND_TOOL).is_none());
+    }
+}

@@ -1,0 +1,139 @@
+//! The stitcher's light path: a round that has hidden nothing yet is relayed as it came.
+//!
+//! A turn that offers `context_expand` usually never gets a call. Until something must be hidden from the client
+//! (an expand call, a held client call) or renumbered (a later round), the client's stream is the upstream's
+//! stream with the echoed tool and directive taken out of the response objects. So, while that holds, an event is
+//! read only as far as its head (type, sequence number, output index, the item's type and name), forwarded as the
+//! bytes that came, and the full stitching (values parsed, events re-framed) starts only at the event that opens
+//! an item to hide. Lifecycle events have their `response` echo spliced out without a parse of the rest; the
+//! round's terminal event is kept as bytes and sent by `finish`.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::round::Slot;
+use super::{OPENING, Stitcher, terminal_kind};
+use crate::expand::echo::{self, Head};
+use crate::expand::merge;
+use crate::expand::sse::{self, SseEvent};
+
+/// What the light path reads of an event; the rest of its bytes are skipped, not copied.
+#[derive(Deserialize)]
+struct EventHead<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    sequence_number: Option<u64>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default, borrow)]
+    item: Option<Head<'a>>,
+    #[serde(default, borrow)]
+    response: Option<&'a RawValue>,
+}
+
+/// The identity of a response object.
+#[derive(Deserialize)]
+struct ResponseHead<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    created_at: Option<&'a RawValue>,
+}
+
+/// A terminal event the light path kept: its client bytes, sent by `finish` when no other round follows.
+#[derive(Debug)]
+pub(super) struct LightTerminal {
+    pub(super) kind: super::Terminal,
+    pub(super) bytes: Bytes,
+}
+
+impl Stitcher {
+    /// Handles `event` on the light path if it can; `false` sends it down the full path (which may end the light
+    /// path for the rest of the turn).
+    pub(super) fn light(&mut self, event: &SseEvent, out: &mut Vec<Bytes>) -> bool {
+        if !self.light || self.round_no > 0 {
+            return false;
+        }
+        let Ok(head) = serde_json::from_str::<EventHead<'_>>(&event.data) else {
+            return false;
+        };
+        let kind = head.kind.as_deref().or(event.event.as_deref());
+        let kind = kind.unwrap_or_default();
+        if let Some(seq) = head.sequence_number {
+            if !self.seq_known {
+                // The client keeps the upstream's numbering for as long as nothing is hidden.
+                self.seq = seq;
+            }
+            if seq != self.seq {
+                return false;
+            }
+        }
+        let terminal = terminal_kind(kind);
+        if let Some(response) = head.response {
+            if terminal.is_none() && !OPENING.contains(&kind) {
+                return false;
+            }
+            let Ok(identity) = serde_json::from_str::<ResponseHead<'_>>(response.get()) else {
+                return false;
+            };
+            if let Some(id) = identity.id.as_deref() {
+                let created = identity
+                    .created_at
+                    .and_then(|c| serde_json::from_str::<Value>(c.get()).ok());
+                self.learn(id, created);
+            }
+        } else if terminal.is_some() {
+            return false;
+        }
+        if let Some(index) = head.output_index {
+            let slot = match self.round.slots.get(&index) {
+                Some(slot) => *slot,
+                None => {
+                    let hides = head.item.as_ref().is_some_and(|i| {
+                        i.is_function(&self.tool)
+                            || i.kind.as_deref().is_some_and(merge::is_client_call_type)
+                                && self.holds_calls()
+                    });
+                    if hides {
+                        return false;
+                    }
+                    let shown_call = head
+                        .item
+                        .as_ref()
+                        .is_some_and(|i| i.kind.as_deref().is_some_and(merge::is_client_call_type));
+                    self.round.shown_calls += usize::from(shown_call);
+                    // The item's final form comes from the terminal event, should a later item end the light path.
+                    self.client_items.push(Value::Null);
+                    let slot = Slot::Visible(self.client_items.len() - 1);
+                    self.round.slots.insert(index, slot);
+                    slot
+                }
+            };
+            if !matches!(slot, Slot::Visible(ci) if ci as u64 == index) {
+                return false;
+            }
+        }
+        let stripped = head.response.and_then(|response| {
+            let range = echo::span_in(&event.data, response);
+            echo::strip_response(&event.data, range, &self.tool, &mut self.echo)
+        });
+        let bytes = match stripped {
+            Some(data) => sse::encode(event.event.as_deref(), &data),
+            None => event.raw.clone(),
+        };
+        if head.sequence_number.is_some() {
+            self.seq += 1;
+            self.seq_known = true;
+        }
+        match terminal {
+            Some(kind) => self.round.light_terminal = Some(LightTerminal { kind, bytes }),
+            None => out.push(bytes),
+        }
+        true
+    }
+}
