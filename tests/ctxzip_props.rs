@@ -1,12 +1,14 @@
 //! Property tests of ctxzip over arbitrary strings, line-shaped texts and JSON values (compact and pretty):
 //! compress never panics; a result is strictly shorter, carries only markers of `hash_of(original)`, no
 //! partial marker, is deterministic, keeps every error line of a text verbatim, and stays valid JSON when the
-//! input was JSON.
+//! input was JSON. The same holds for an output compressed in the context of an earlier one it partly repeats.
 
 use std::collections::HashSet;
 
+use ctxgate::ctxzip::repeats::{Earlier, Seen, find};
 use ctxgate::ctxzip::{
-    Kind, Options, compress, contains_marker, find_markers, hash_of, is_floor_line, keeps_floor,
+    Kind, Options, compress, compress_in_context, contains_marker, find_markers, hash_of,
+    is_floor_line, keeps_floor,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -162,6 +164,39 @@ proptest! {
         let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
         check(&compact, &opts)?;
         check(&pretty, &opts)?;
+    }
+
+    #[test]
+    fn outputs_that_repeat_earlier_ones(
+        earlier in text(),
+        cuts in prop::collection::vec((0usize..400, 0usize..60, prop::collection::vec(line(), 0..4)), 1..8),
+        opts in options(),
+        by_kind in any::<bool>(),
+    ) {
+        // The new output: slices of the earlier one with new lines between them.
+        let lines: Vec<&str> = earlier.split('\n').collect();
+        let mut new = Vec::new();
+        for (from, len, fresh) in &cuts {
+            let from = (*from).min(lines.len());
+            let to = (from + len).min(lines.len());
+            new.extend(lines[from..to].iter().map(|l| (*l).to_string()));
+            new.extend(fresh.iter().cloned());
+        }
+        let new = new.join("\n");
+        let seen = Seen::new(vec![Earlier { ordinal: 0, label: "call_1", text: &earlier }]);
+        let repeats = find(&new, 1, &seen, &opts);
+        let first = compress_in_context(&new, &opts, by_kind, repeats.as_ref().map(|r| (r, &seen)));
+        let again = compress_in_context(&new, &opts, by_kind, repeats.as_ref().map(|r| (r, &seen)));
+        prop_assert_eq!(&first, &again, "not deterministic");
+        if let Some(c) = first {
+            prop_assert!(c.text.len() < new.len(), "not smaller");
+            let markers = find_markers(&c.text);
+            prop_assert!(!markers.is_empty());
+            prop_assert!(markers.iter().all(|(h, _)| *h == hash_of(&new)), "foreign marker");
+            prop_assert_eq!(c.text.matches("<<ctxzip:").count(), markers.len(), "partial marker");
+            prop_assert!(keeps_floor(&new, &c.text), "error line lost");
+            prop_assert_eq!(compress(&c.text, &opts), None);
+        }
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 512;
 /// What each compressed item must save on its own once the conversation carries the tool: its marker line and
 /// note cost a few dozen tokens, and a model that expands it pays the original back.
 pub const DEFAULT_MIN_ITEM_SAVED_TOKENS: u64 = 64;
+/// Outputs from this size on are looked at for runs of lines an earlier output already shows: below it, one
+/// marker line would cost about what it hides.
+pub const DEFAULT_MIN_REPEAT_CHARS: usize = 512;
 
 /// What happens to a tool output that reports a failure (non-zero exit code, traceback).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +46,8 @@ pub struct CompressSettings {
     pub ttl: Duration,
     pub failures: Failures,
     pub min_item_saved_tokens: u64,
+    /// Outputs at least this long that repeat runs of an earlier output's lines point back to it (0: never).
+    pub min_repeat_chars: usize,
 }
 
 impl Default for CompressSettings {
@@ -60,6 +65,7 @@ impl Default for CompressSettings {
             ttl: Duration::from_secs(DEFAULT_TTL_SECS),
             failures: Failures::Regions,
             min_item_saved_tokens: DEFAULT_MIN_ITEM_SAVED_TOKENS,
+            min_repeat_chars: DEFAULT_MIN_REPEAT_CHARS,
         }
     }
 }
@@ -96,6 +102,7 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
     Ok(CompressSettings {
         failures,
         min_item_saved_tokens: raw.min_item_saved_tokens.unwrap_or(d.min_item_saved_tokens),
+        min_repeat_chars: size("min_repeat_chars", raw.min_repeat_chars, d.min_repeat_chars)?,
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_tool_output_chars: size(
             "min_tool_output_chars",
@@ -136,11 +143,13 @@ mod tests {
         let verbatim = resolve(RawCompress {
             failures: Some("verbatim".into()),
             min_item_saved_tokens: Some(10),
+            min_repeat_chars: Some(0),
             ..RawCompress::default()
         });
         assert!(
-            matches!(verbatim, Ok(ref s) if s.failures == Failures::Verbatim && s.min_item_saved_tokens == 10)
+            matches!(verbatim, Ok(ref s) if s.failures == Failures::Verbatim && s.min_item_saved_tokens == 10 && s.min_repeat_chars == 0)
         );
+        assert!(matches!(d, Ok(ref s) if s.min_repeat_chars == DEFAULT_MIN_REPEAT_CHARS));
         let bad = resolve(RawCompress {
             failures: Some("drop".into()),
             ..RawCompress::default()

@@ -22,6 +22,7 @@ mod logs;
 pub mod marker;
 mod regions;
 mod relevance;
+pub mod repeats;
 pub mod report;
 mod search;
 mod summary;
@@ -68,6 +69,9 @@ pub enum Kind {
     Code,
     /// Anything else line-shaped: listings, prose, key-value dumps, cut-off JSON.
     Lines,
+    /// Runs of lines an earlier output of the conversation already shows ([`repeats`]); never detected from the
+    /// text alone.
+    Repeats,
 }
 
 impl Kind {
@@ -82,6 +86,7 @@ impl Kind {
             Kind::JsonLines => "json_lines",
             Kind::Code => "code",
             Kind::Lines => "lines",
+            Kind::Repeats => "repeats",
         }
     }
 }
@@ -160,6 +165,26 @@ pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
     })
 }
 
+/// [`compress`] for a tool output that may repeat earlier outputs of its conversation: the shorter of the form by
+/// kind (when `by_kind`: the text is large enough for it) and the form that points back to the earlier outputs.
+pub fn compress_in_context(
+    original: &str,
+    opts: &Options,
+    by_kind: bool,
+    repeats: Option<(&repeats::Repeats, &repeats::Seen<'_>)>,
+) -> Option<Compressed> {
+    let own = if by_kind {
+        compress(original, opts)
+    } else {
+        None
+    };
+    let pointing = repeats.and_then(|(r, seen)| repeats::render(original, r, seen));
+    match (own, pointing) {
+        (Some(a), Some(b)) => Some(if b.text.len() < a.text.len() { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Whether every floor line of `original` ([`is_floor_line`]) is a whole line of `compressed`.
 pub fn keeps_floor(original: &str, compressed: &str) -> bool {
     let mut visible: Option<std::collections::HashSet<&str>> = None;
@@ -199,7 +224,7 @@ pub(crate) fn compress_kind(
         Kind::JsonLines => logs::compress_json_lines(text, ctx, tally),
         Kind::Lines => lines::compress(text, ctx, tally),
         Kind::Code if ctx.compress_code => code::compress(text, ctx, tally),
-        Kind::Code => None,
+        Kind::Code | Kind::Repeats => None,
     }
 }
 
@@ -347,7 +372,7 @@ impl Tally {
             Kind::JsonArray | Kind::JsonObject => Unit::Rows,
             Kind::Search => Unit::Matches,
             Kind::Code => Unit::Bodies,
-            Kind::Diff | Kind::Log | Kind::Lines | Kind::JsonLines => Unit::Lines,
+            Kind::Diff | Kind::Log | Kind::Lines | Kind::JsonLines | Kind::Repeats => Unit::Lines,
         };
         let unit = std::iter::once(preferred)
             .chain(Unit::ALL)

@@ -38,6 +38,8 @@ const REFRESH_SLACK_MAX_SECS: u64 = 60;
 struct MarkerUse {
     hash: String,
     saved_tokens: u64,
+    /// Where the conversation remembers the compressed form (refreshed with the original).
+    form_key: String,
 }
 
 /// What a conversation decided for one text.
@@ -50,6 +52,7 @@ enum Known {
 /// A compression made this turn, before the conversation-wide decision to send it.
 struct Fresh {
     compressed: ctxzip::Compressed,
+    form_key: String,
     query: Vec<String>,
     before: u64,
     after: u64,
@@ -73,7 +76,11 @@ struct Pending<'a> {
     shape: &'a Shape,
     tool: &'a str,
     seam: &'static str,
+    /// Texts this long or longer are looked at (and rewritten).
+    text_min: usize,
     texts: Vec<(String, TextState)>,
+    /// Earlier items (index, content key) that a text's compressed form may point back to.
+    sources: Vec<(usize, u128)>,
     /// A store fault left a text verbatim this turn: the decision is not remembered, the next turn tries again.
     faulted: bool,
 }
@@ -83,12 +90,14 @@ struct Pending<'a> {
 struct Compression {
     value: Value,
     markers: Vec<MarkerUse>,
+    /// Earlier items (index, content key) the form points back to ([`ctxzip::repeats`]): it stands only where
+    /// they stand before it, the same.
+    sources: Vec<(usize, u128)>,
 }
 
 /// Per-turn context for compressing new originals.
 struct Context<'a> {
     tenant: &'a str,
-    anchor_key: &'a str,
     first_user: &'a str,
     request_id: &'a str,
 }
@@ -145,14 +154,18 @@ impl CompressStage {
 
     /// What this conversation already decided for `text`: its compressed form (put back in the store if the
     /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet.
-    async fn known(&self, ctx: &Context<'_>, text: &str, tool: &str) -> Result<Known, StoreError> {
-        let hash = ctxzip::hash_of(text);
+    async fn known(
+        &self,
+        ctx: &Context<'_>,
+        (text, hash): (&str, &str),
+        tool: &str,
+        form_key: &str,
+    ) -> Result<Known, StoreError> {
         let now = unix_now();
         let expires = Some(now + self.settings.ttl.as_secs());
-        let form_key = compressed_key(ctx.anchor_key, &hash);
         let Some(record) = self
             .store
-            .get(Namespace::Compressed, ctx.tenant, &form_key, now)
+            .get(Namespace::Compressed, ctx.tenant, form_key, now)
             .await?
         else {
             return Ok(Known::New);
@@ -165,7 +178,7 @@ impl CompressStage {
         }
         if self
             .store
-            .get(Namespace::Originals, ctx.tenant, &hash, now)
+            .get(Namespace::Originals, ctx.tenant, hash, now)
             .await?
             .is_none()
         {
@@ -175,29 +188,39 @@ impl CompressStage {
                 kind: form.kind.clone(),
                 ..Default::default()
             };
-            self.put_original(ctx.tenant, &hash, &meta, text, expires)
+            self.put_original(ctx.tenant, hash, &meta, text, expires)
                 .await?;
         }
         let saved = form.tokens_before.saturating_sub(form.tokens_after);
         Ok(Known::Compressed(
             form.text,
             MarkerUse {
-                hash,
+                hash: hash.to_owned(),
                 saved_tokens: saved,
+                form_key: form_key.to_owned(),
             },
         ))
     }
 
     /// A compression of `text` made now, not yet stored; `None` when ctxzip leaves it as it is.
-    fn fresh(&self, ctx: &Context<'_>, text: &str, arguments: &str) -> Option<Fresh> {
+    fn fresh(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        arguments: &str,
+        form_key: String,
+        by_kind: bool,
+        repeats: Option<(&ctxzip::repeats::Repeats, &ctxzip::repeats::Seen<'_>)>,
+    ) -> Option<Fresh> {
         let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
         let options = ctxzip::Options {
             query: query.clone(),
             keep_patterns: self.settings.keep_patterns.clone(),
             compress_code: self.settings.code,
         };
-        let compressed = ctxzip::compress(text, &options)?;
+        let compressed = ctxzip::compress_in_context(text, &options, by_kind, repeats)?;
         Some(Fresh {
+            form_key,
             before: ctxzip::estimate_tokens(text) as u64,
             after: ctxzip::estimate_tokens(&compressed.text) as u64,
             compressed,
@@ -216,6 +239,7 @@ impl CompressStage {
     ) -> Result<(String, MarkerUse), StoreError> {
         let Fresh {
             compressed,
+            form_key,
             query,
             before: tokens_before,
             after: tokens_after,
@@ -244,9 +268,8 @@ impl CompressStage {
         };
         if let Ok(value) = serde_json::to_vec(&form) {
             // Best effort: without it, the same options make the same bytes again anyway.
-            let key = compressed_key(ctx.anchor_key, &hash);
             if let Err(e) = self
-                .put_durably(Namespace::Compressed, ctx.tenant, &key, value, expires)
+                .put_durably(Namespace::Compressed, ctx.tenant, &form_key, value, expires)
                 .await
             {
                 tracing::warn!(error = %e, "could not store a compressed form");
@@ -267,13 +290,14 @@ impl CompressStage {
             MarkerUse {
                 hash,
                 saved_tokens: tokens_before.saturating_sub(tokens_after),
+                form_key,
             },
         ))
     }
 
     /// Remembers, in the background, that this conversation sends `text` verbatim: a later turn (or a restart)
     /// must not compress it then, or the prefix the provider cached would change.
-    fn remember_verbatim(&self, ctx: &Context<'_>, text: &str) {
+    fn remember_verbatim(&self, ctx: &Context<'_>, form_key: String) {
         let form = CompressedForm {
             v: RECORD_VERSION,
             text: String::new(),
@@ -285,7 +309,7 @@ impl CompressStage {
         let Ok(value) = serde_json::to_vec(&form) else {
             return;
         };
-        let key = compressed_key(ctx.anchor_key, &ctxzip::hash_of(text));
+        let key = form_key;
         let record = Record {
             value,
             created_at: unix_now(),
@@ -381,7 +405,7 @@ impl CompressStage {
     /// Moves the expiry of originals still in use forward, in the background: a marker that reaches the model stays
     /// expandable for at least the TTL after the last request that carried it. The new expiry has a little slack
     /// so that a conversation's every turn does not cost a store write.
-    fn refresh(&self, tenant: &str, anchor_key: &str, markers: &[MarkerUse]) {
+    fn refresh(&self, tenant: &str, markers: &[MarkerUse]) {
         let ttl = self.settings.ttl.as_secs();
         let slack = (ttl / 10).clamp(1, REFRESH_SLACK_MAX_SECS);
         let now = unix_now();
@@ -391,32 +415,22 @@ impl CompressStage {
             let expiry = self.expiries.get(key).unwrap_or(0);
             if expiry < now + ttl {
                 self.expiries.insert(key, now + ttl + slack);
-                due.push(m.hash.clone());
+                due.push((m.hash.clone(), m.form_key.clone()));
             }
         }
         if due.is_empty() {
             return;
         }
-        let (store, tenant, anchor_key) = (
-            self.store.clone(),
-            tenant.to_string(),
-            anchor_key.to_string(),
-        );
+        let (store, tenant) = (self.store.clone(), tenant.to_string());
         self.tasks.spawn(async move {
-            for hash in due {
+            for (hash, form_key) in due {
                 let expires = Some(now + ttl + slack);
                 let results = [
                     store
                         .touch(Namespace::Originals, &tenant, &hash, expires, now)
                         .await,
                     store
-                        .touch(
-                            Namespace::Compressed,
-                            &tenant,
-                            &compressed_key(&anchor_key, &hash),
-                            expires,
-                            now,
-                        )
+                        .touch(Namespace::Compressed, &tenant, &form_key, expires, now)
                         .await,
                 ];
                 for r in results {
@@ -461,8 +475,13 @@ impl Stage for CompressStage {
             return Ok(());
         };
         let min = self.settings.min_tool_output_chars;
+        // Outputs that repeat an earlier output's lines are worth a look from a smaller size on.
+        let min_repeat = match self.settings.min_repeat_chars {
+            0 => min,
+            n => n.min(min),
+        };
         // An item whose whole JSON is shorter than the threshold has no text that long: most turns stop here.
-        if items.iter().all(|i| i.json_len() < min) {
+        if items.iter().all(|i| i.json_len() < min_repeat) {
             turn.add_response_header(COMPRESSED_HEADER, "0".into());
             turn.add_response_header(SAVED_HEADER, "0".into());
             return Ok(());
@@ -477,7 +496,8 @@ impl Stage for CompressStage {
         }
         let shape_at = |i: usize| shapes[i].as_deref().map(|(s, _)| s);
         let is_candidate = |i: usize| match shapes[i].as_deref() {
-            Some((Shape::Output { .. } | Shape::AssistantMessage, longest)) => *longest >= min,
+            Some((Shape::Output { .. }, longest)) => *longest >= min_repeat,
+            Some((Shape::AssistantMessage, longest)) => *longest >= min,
             Some((Shape::UserMessage { .. }, longest)) => {
                 self.settings.user_messages && *longest >= min
             }
@@ -493,6 +513,9 @@ impl Stage for CompressStage {
         let mut first_user = "";
         let mut user_positions = Vec::new();
         let mut function_outputs = Vec::new();
+        // Each output's position among the request's outputs, and the item index of each: what repeats count in.
+        let mut ordinals: Vec<Option<usize>> = vec![None; items.len()];
+        let mut outputs: Vec<usize> = Vec::new();
         for i in 0..items.len() {
             match shape_at(i) {
                 Some(Shape::Call {
@@ -508,9 +531,17 @@ impl Stage for CompressStage {
                     }
                     user_positions.push(i);
                 }
-                Some(Shape::Output { function: true, .. }) => function_outputs.push(i),
+                Some(Shape::Output { function, .. }) => {
+                    outputs.push(i);
+                    if *function {
+                        function_outputs.push(i);
+                    }
+                }
                 _ => {}
             }
+        }
+        for (ordinal, &i) in outputs.iter().enumerate() {
+            ordinals[i] = Some(ordinal);
         }
         let protect_turns = self.settings.protect_recent_turns;
         let positions = Positions {
@@ -537,15 +568,51 @@ impl Stage for CompressStage {
         let tenant = turn.caller.tenant.as_str().to_string();
         let ctx = Context {
             tenant: &tenant,
-            anchor_key: &anchor_key,
             first_user,
             request_id: &turn.request_id,
         };
         let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
         let mut pending: Vec<Pending<'_>> = Vec::new();
+        // The earlier outputs new ones may repeat, indexed once, when a new output first needs them.
+        let repeat_opts = ctxzip::Options {
+            keep_patterns: self.settings.keep_patterns.clone(),
+            ..ctxzip::Options::default()
+        };
+        let mut seen: Option<ctxzip::repeats::Seen<'_>> = None;
+        let build_seen = || {
+            let new_ordinals = candidates.iter().filter_map(|i| ordinals[*i]);
+            let (lo, hi) = new_ordinals.fold((usize::MAX, 0), |(lo, hi), o| (lo.min(o), hi.max(o)));
+            let mut earlier = Vec::new();
+            for (ordinal, &idx) in outputs
+                .iter()
+                .enumerate()
+                .take(hi)
+                .skip(lo.saturating_sub(ctxzip::repeats::WINDOW))
+            {
+                let (Some(value), Some(Shape::Output { call_id, .. })) =
+                    (items[idx].value(), shape_at(idx))
+                else {
+                    continue;
+                };
+                for text in crate::responses::shape::item_texts(
+                    value,
+                    &Shape::Output {
+                        call_id: String::new(),
+                        function: true,
+                    },
+                ) {
+                    earlier.push(ctxzip::repeats::Earlier {
+                        ordinal,
+                        label: call_id.as_str(),
+                        text,
+                    });
+                }
+            }
+            ctxzip::repeats::Seen::new(earlier)
+        };
         // Whether this conversation already carries a marker (so the expand tool is paid for).
         let mut has_marker = false;
-        for i in candidates {
+        for i in candidates.iter().copied() {
             let Some(shape) = shape_at(i) else { continue };
             if !positions.allows(i, shape) {
                 continue;
@@ -567,11 +634,19 @@ impl Stage for CompressStage {
                 &raw_keys[i].to_le_bytes(),
             ]);
             if let Some(known) = self.rewrites.get(memo_key) {
-                if let Some(c) = known {
-                    has_marker = true;
-                    rewrites.push((i, c));
+                // A form that points back to earlier outputs is reused only where they stand before it, the same.
+                let stands = known.as_ref().is_none_or(|c| {
+                    c.sources
+                        .iter()
+                        .all(|(s, key)| *s < i && raw_keys.get(*s) == Some(key))
+                });
+                if stands {
+                    if let Some(c) = known {
+                        has_marker = true;
+                        rewrites.push((i, c));
+                    }
+                    continue;
                 }
-                continue;
             }
             let Some(value) = items[i].value() else {
                 continue;
@@ -581,6 +656,10 @@ impl Stage for CompressStage {
             } else {
                 "live_zone"
             };
+            let text_min = match shape {
+                Shape::Output { .. } => min_repeat,
+                _ => min,
+            };
             let mut item = Pending {
                 index: i,
                 memo_key,
@@ -588,11 +667,13 @@ impl Stage for CompressStage {
                 shape,
                 tool,
                 seam,
+                text_min,
                 texts: Vec::new(),
+                sources: Vec::new(),
                 faulted: false,
             };
             let mut texts = Vec::new();
-            let _ = rewrite_texts(value, shape, min, |t| {
+            let _ = rewrite_texts(value, shape, text_min, |t| {
                 texts.push(t.to_string());
                 None
             });
@@ -607,16 +688,43 @@ impl Stage for CompressStage {
                     self.skipped("error_output");
                     continue;
                 }
-                let state = match self.known(&ctx, &text, tool).await {
+                let by_kind = text.len() >= min;
+                let repeats = match ordinals[i] {
+                    Some(ordinal) if self.settings.min_repeat_chars > 0 => {
+                        let index = seen.get_or_insert_with(build_seen);
+                        ctxzip::repeats::find(&text, ordinal, index, &repeat_opts)
+                    }
+                    _ => None,
+                };
+                if !by_kind && repeats.is_none() {
+                    continue;
+                }
+                let hash = ctxzip::hash_of(&text);
+                // A form that points back to earlier outputs is remembered with what it points to.
+                let form_key = match (&repeats, &seen) {
+                    (Some(r), Some(index)) => {
+                        for ordinal in r.sources(index) {
+                            if let Some(&s) = outputs.get(ordinal) {
+                                item.sources.push((s, raw_keys[s]));
+                            }
+                        }
+                        compressed_key(&anchor_key, &format!("{hash}~{}", r.context()))
+                    }
+                    _ => compressed_key(&anchor_key, &hash),
+                };
+                let in_context = repeats.as_ref().zip(seen.as_ref());
+                let state = match self.known(&ctx, (&text, &hash), tool, &form_key).await {
                     Ok(Known::Compressed(new, marker)) => {
                         has_marker = true;
                         TextState::Known(new, marker)
                     }
                     Ok(Known::Verbatim) => TextState::Verbatim,
-                    Ok(Known::New) => match self.fresh(&ctx, &text, arguments) {
-                        Some(f) => TextState::Fresh(f),
-                        None => TextState::Verbatim,
-                    },
+                    Ok(Known::New) => {
+                        match self.fresh(&ctx, &text, arguments, form_key, by_kind, in_context) {
+                            Some(f) => TextState::Fresh(f),
+                            None => TextState::Verbatim,
+                        }
+                    }
                     Err(e) => {
                         tracing::warn!(request_id = %turn.request_id, error = %e, "store unreadable; text left verbatim");
                         self.skipped("store_failed");
@@ -666,17 +774,26 @@ impl Stage for CompressStage {
                             }
                         }
                     }
-                    TextState::Fresh(_) => {
+                    TextState::Fresh(f) => {
                         self.skipped("small_saving");
-                        self.remember_verbatim(&ctx, &text);
+                        self.remember_verbatim(&ctx, f.form_key);
                     }
                 }
             }
             let found = if replaced.is_empty() {
                 None
             } else {
-                rewrite_texts(item.value, item.shape, min, |t| replaced.get(t).cloned())
-                    .map(|value| Arc::new(Compression { value, markers }))
+                let sources = std::mem::take(&mut item.sources);
+                rewrite_texts(item.value, item.shape, item.text_min, |t| {
+                    replaced.get(t).cloned()
+                })
+                .map(|value| {
+                    Arc::new(Compression {
+                        value,
+                        markers,
+                        sources,
+                    })
+                })
             };
             if !item.faulted {
                 self.rewrites.insert(item.memo_key, found.clone());
@@ -690,7 +807,7 @@ impl Stage for CompressStage {
             .flat_map(|(_, c)| c.markers.iter().cloned())
             .collect();
         let wire_saved: u64 = markers.iter().map(|m| m.saved_tokens).sum();
-        self.refresh(&tenant, &anchor_key, &markers);
+        self.refresh(&tenant, &markers);
         let count = rewrites.len();
         for (i, c) in rewrites {
             turn.body.replace_item(i, c.value.clone());

@@ -115,6 +115,14 @@ fn text_member(shape: &Shape) -> Option<&'static str> {
     }
 }
 
+/// Every text of the item (a message's content parts, a tool output), borrowed: what the compress stage indexes
+/// when a new output may repeat an earlier one.
+pub fn item_texts<'a>(item: &'a Value, shape: &Shape) -> Vec<&'a str> {
+    text_member(shape)
+        .map(|m| texts(item.get(m)))
+        .unwrap_or_default()
+}
+
 /// The longest text of the item (0 when it has none): what decides whether it is worth a look.
 pub fn longest_text(item: &Value, shape: &Shape) -> usize {
     text_member(shape)

@@ -1,0 +1,403 @@
+//! Repeats: a new tool output that repeats what an earlier output of the same conversation already shows.
+//!
+//! Agents re-run the same test, print a file again after a one-line edit, run a reproduction script once more:
+//! the new output shares long runs of lines with one the model already has in its context. In the request path
+//! the compress stage indexes the conversation's earlier outputs once per turn ([`Seen`]), asks [`find`] which
+//! runs of a new output stand there too, and [`render`] replaces each run by one marker line that says where the
+//! same lines are (`lines 12-84 repeat lines 5-77 of the output of call_abc`). The whole new output is stored under
+//! the marker's hash, as with every other compression, so expanding it gives it back byte for byte.
+//!
+//! Error lines and keep-pattern lines never belong to a run: they stay visible where they are (the error floor).
+//! Only outputs *before* the new one count, and only the [`WINDOW`] nearest of them, so an output gets the same
+//! bytes whether the transcript is first seen whole or turn by turn: prefix stability depends on it.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap as FastMap;
+
+use super::relevance::Matcher;
+use super::{Compressed, Kind, Options, hash_of, is_floor_line, keeps_floor, marker};
+
+/// Earlier outputs a new one may point back to: the nearest this many before it.
+pub const WINDOW: usize = 64;
+/// Lines of each earlier output that are indexed: bounds the per-turn cost of huge outputs.
+const MAX_INDEXED_LINES: usize = 4000;
+/// A run is replaced only from this many lines and bytes on: its marker line costs about 25 tokens.
+const MIN_RUN_LINES: usize = 4;
+const MIN_RUN_BYTES: usize = 240;
+/// Earlier occurrences of a line tried as the start of a run (the nearest first): bounds the work on lines that
+/// occur everywhere (`}`, `----`).
+const MAX_CANDIDATES: usize = 16;
+/// A label (a call id) is quoted in notes only when it is this short and made of id characters.
+const MAX_LABEL: usize = 64;
+
+/// One earlier output: its position among the request's outputs, what names it to the model, its text.
+#[derive(Clone, Copy, Debug)]
+pub struct Earlier<'a> {
+    pub ordinal: usize,
+    pub label: &'a str,
+    pub text: &'a str,
+}
+
+/// The lines of a request's earlier outputs, indexed by content; built once per turn.
+pub struct Seen<'a> {
+    texts: Vec<Earlier<'a>>,
+    lines: Vec<Vec<&'a str>>,
+    /// Each line's occurrences as (text, line number), in transcript order.
+    index: FastMap<&'a str, Vec<(u32, u32)>>,
+}
+
+impl<'a> Seen<'a> {
+    /// Indexes `texts` (in transcript order, ordinals ascending).
+    pub fn new(texts: Vec<Earlier<'a>>) -> Self {
+        let mut lines = Vec::with_capacity(texts.len());
+        let mut index: FastMap<&'a str, Vec<(u32, u32)>> = FastMap::default();
+        for (t, earlier) in texts.iter().enumerate() {
+            let ls: Vec<&'a str> = earlier.text.split('\n').take(MAX_INDEXED_LINES).collect();
+            for (j, line) in ls.iter().enumerate() {
+                if !line.trim().is_empty() {
+                    index.entry(*line).or_default().push((to_u32(t), to_u32(j)));
+                }
+            }
+            lines.push(ls);
+        }
+        Seen {
+            texts,
+            lines,
+            index,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    /// Whether text `t` may be pointed back to from the output at `ordinal`.
+    fn allowed(&self, t: usize, ordinal: usize) -> bool {
+        self.texts
+            .get(t)
+            .is_some_and(|e| e.ordinal < ordinal && e.ordinal + WINDOW >= ordinal)
+    }
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A run of a new output's lines that stands, the same, in an earlier output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Run {
+    start: usize,
+    len: usize,
+    source: usize,
+    from: usize,
+}
+
+/// What [`find`] found in one new output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repeats {
+    runs: Vec<Run>,
+    /// Names the earlier outputs the runs point to (label and content hash of each): with the new output's own
+    /// hash, it identifies the compressed form, which is only valid where those outputs stand before it.
+    context: String,
+}
+
+impl Repeats {
+    /// See the field: part of the key a conversation remembers this form under.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// The earlier outputs the runs point to, by ordinal, each once, in order.
+    pub fn sources(&self, seen: &Seen<'_>) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for run in &self.runs {
+            if let Some(e) = seen.texts.get(run.source) {
+                if !out.contains(&e.ordinal) {
+                    out.push(e.ordinal);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The runs of `text` (the output at `ordinal`) that repeat an earlier output, or `None` when there is none
+/// worth a marker. Lines that are error lines or match a keep pattern never belong to a run.
+pub fn find(text: &str, ordinal: usize, seen: &Seen<'_>, opts: &Options) -> Option<Repeats> {
+    if seen.is_empty() || text.contains(super::marker::MARKER_PREFIX) {
+        return None;
+    }
+    let keep = Matcher::new(&[], &opts.keep_patterns);
+    let lines: Vec<&str> = text.split('\n').collect();
+    // The empty piece after a final newline is not a line: a run never swallows the text's last newline.
+    let end = if text.ends_with('\n') {
+        lines.len() - 1
+    } else {
+        lines.len()
+    };
+    let pinned: Vec<bool> = lines
+        .iter()
+        .map(|l| {
+            is_floor_line(l.strip_suffix('\r').unwrap_or(l))
+                || (!keep.is_empty() && keep.scan(l.as_bytes()).keep)
+        })
+        .collect();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < end {
+        if pinned[i] || lines[i].trim().is_empty() {
+            i += 1;
+            continue;
+        }
+        let mut best: Option<Run> = None;
+        if let Some(occurrences) = seen.index.get(lines[i]) {
+            let nearest = occurrences
+                .iter()
+                .rev()
+                .filter(|(t, _)| seen.allowed(*t as usize, ordinal))
+                .take(MAX_CANDIDATES);
+            for &(t, j) in nearest {
+                let (t, j) = (t as usize, j as usize);
+                let source = &seen.lines[t];
+                let mut n = 0;
+                while i + n < end
+                    && j + n < source.len()
+                    && !pinned[i + n]
+                    && lines[i + n] == source[j + n]
+                {
+                    n += 1;
+                }
+                if best.as_ref().is_none_or(|b| n > b.len) {
+                    best = Some(Run {
+                        start: i,
+                        len: n,
+                        source: t,
+                        from: j,
+                    });
+                }
+            }
+        }
+        match best {
+            Some(run)
+                if run.len >= MIN_RUN_LINES
+                    && lines[i..i + run.len]
+                        .iter()
+                        .map(|l| l.len() + 1)
+                        .sum::<usize>()
+                        >= MIN_RUN_BYTES =>
+            {
+                i += run.len;
+                runs.push(run);
+            }
+            _ => i += 1,
+        }
+    }
+    if runs.is_empty() {
+        return None;
+    }
+    let mut context = String::new();
+    let mut named: Vec<usize> = Vec::new();
+    for run in &runs {
+        if !named.contains(&run.source) {
+            named.push(run.source);
+            let e = &seen.texts[run.source];
+            context.push_str(&format!("{}\u{0}{}\u{0}", e.label, hash_of(e.text)));
+        }
+    }
+    Some(Repeats {
+        runs,
+        context: hash_of(&context),
+    })
+}
+
+/// `text` with each run of `repeats` replaced by a marker line naming where the same lines stand; `None` when that
+/// is not shorter or would hide an error line.
+pub fn render(original: &str, repeats: &Repeats, seen: &Seen<'_>) -> Option<Compressed> {
+    let hash = hash_of(original);
+    let lines: Vec<&str> = original.split('\n').collect();
+    let mut pieces: Vec<Cow<'_, str>> = Vec::with_capacity(lines.len());
+    let mut next = 0;
+    let mut hidden = 0;
+    for run in &repeats.runs {
+        let source = seen.texts.get(run.source)?;
+        if run.start < next || run.start + run.len > lines.len() {
+            return None;
+        }
+        pieces.extend(lines[next..run.start].iter().map(|l| Cow::Borrowed(*l)));
+        let name = if is_id(source.label) {
+            format!("the output of {}", source.label)
+        } else {
+            "an earlier output".to_owned()
+        };
+        pieces.push(Cow::Owned(format!(
+            "{} lines {}-{} repeat lines {}-{} of {name}",
+            marker(&hash, &format!("{}_lines_offloaded", run.len)),
+            run.start + 1,
+            run.start + run.len,
+            run.from + 1,
+            run.from + run.len,
+        )));
+        hidden += run.len;
+        next = run.start + run.len;
+    }
+    pieces.extend(lines[next..].iter().map(|l| Cow::Borrowed(*l)));
+    let text = pieces.join("\n");
+    if text.len() >= original.len() || !keeps_floor(original, &text) {
+        return None;
+    }
+    Some(Compressed {
+        lines_kept: text.lines().count(),
+        lines_before: original.lines().count(),
+        note: format!("{hidden}_lines_offloaded"),
+        text,
+        kind: Kind::Repeats,
+        hash,
+    })
+}
+
+/// A call id safe to quote: short, made of the characters ids are made of.
+fn is_id(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= MAX_LABEL
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_log(n: usize, extra: &str) -> String {
+        let mut s = String::from("<returncode>0</returncode>\n<output>\n");
+        for i in 0..n {
+            s.push_str(&format!(
+                "tests/test_models.py::test_case_{i} PASSED   [{i:3}%]\n"
+            ));
+        }
+        s.push_str(extra);
+        s.push_str("</output>\n");
+        s
+    }
+
+    #[test]
+    fn a_rerun_points_back_to_the_earlier_output_and_keeps_what_changed() {
+        let first = run_log(40, "== 40 passed in 1.20s ==\n");
+        let second = run_log(40, "== 40 passed in 1.31s ==\n");
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 0,
+            label: "call_1",
+            text: &first,
+        }]);
+        let opts = Options::default();
+        let r = find(&second, 1, &seen, &opts);
+        assert!(r.is_some());
+        let Some(r) = r else { return };
+        let c = render(&second, &r, &seen);
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert!(c.text.contains("40 passed in 1.31s"), "{}", c.text);
+        assert!(
+            c.text.contains(
+                "> lines 1-42 repeat lines 1-42 of the output of call_1\n== 40 passed in 1.31s"
+            ),
+            "{}",
+            c.text
+        );
+        assert!(c.text.len() * 4 < second.len());
+        assert!(c.text.ends_with("</output>\n"));
+        assert_eq!(r.sources(&seen), vec![0]);
+        // Deterministic, and the same from a later turn's index (more outputs after it change nothing).
+        let later = Seen::new(vec![
+            Earlier {
+                ordinal: 0,
+                label: "call_1",
+                text: &first,
+            },
+            Earlier {
+                ordinal: 1,
+                label: "call_2",
+                text: &second,
+            },
+        ]);
+        assert_eq!(find(&second, 1, &later, &opts), Some(r));
+    }
+
+    #[test]
+    fn error_lines_and_keep_patterns_stay_visible_inside_a_repeat() {
+        let body: String = (0..30)
+            .map(|i| {
+                if i == 12 {
+                    "E   AssertionError: expected 3, got 4\n".to_owned()
+                } else if i == 20 {
+                    "checkpoint TENANT-7 reached\n".to_owned()
+                } else {
+                    format!("some ordinary line of output number {i}\n")
+                }
+            })
+            .collect();
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 3,
+            label: "call_x",
+            text: &body,
+        }]);
+        let opts = Options {
+            keep_patterns: vec!["tenant-7".into()],
+            ..Options::default()
+        };
+        let r = find(&body, 4, &seen, &opts);
+        assert!(r.is_some());
+        let Some(r) = r else { return };
+        let c = render(&body, &r, &seen);
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert!(c.text.contains("\nE   AssertionError: expected 3, got 4\n"));
+        assert!(c.text.contains("\ncheckpoint TENANT-7 reached\n"));
+        assert!(keeps_floor(&body, &c.text));
+    }
+
+    #[test]
+    fn only_the_nearest_earlier_outputs_count_and_short_runs_stay() {
+        let text = run_log(20, "");
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 0,
+            label: "call_1",
+            text: &text,
+        }]);
+        let opts = Options::default();
+        // An output after it, within the window: found; too far, or not before it: not.
+        assert!(find(&text, 1, &seen, &opts).is_some());
+        assert!(find(&text, WINDOW, &seen, &opts).is_some());
+        assert!(find(&text, WINDOW + 1, &seen, &opts).is_none());
+        assert!(find(&text, 0, &seen, &opts).is_none());
+        // Three repeated lines are not worth a marker.
+        let short = "alpha one two three\nbeta one two three\ngamma one two three\n";
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 0,
+            label: "c",
+            text: short,
+        }]);
+        assert!(find(short, 1, &seen, &opts).is_none());
+        assert!(find(short, 1, &Seen::new(Vec::new()), &opts).is_none());
+    }
+
+    #[test]
+    fn odd_labels_are_not_quoted() {
+        assert!(is_id("call_msa_002"));
+        assert!(is_id("fc-1.a:2"));
+        assert!(!is_id(""));
+        assert!(!is_id("call 1"));
+        assert!(!is_id("x\ny"));
+        assert!(!is_id(&"a".repeat(65)));
+        let text = run_log(20, "");
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 0,
+            label: "call <1>",
+            text: &text,
+        }]);
+        let r = find(&text, 1, &seen, &Options::default());
+        let c = r.and_then(|r| render(&text, &r, &seen));
+        assert!(c.is_some_and(|c| c.text.contains("of an earlier output")));
+    }
+}
