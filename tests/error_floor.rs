@@ -213,3 +213,42 @@ async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() 
     let after_restart = sent(&mock);
     assert_eq!(after_restart[3]["input"], requests[2]["input"]);
 }
+
+#[tokio::test]
+async fn a_first_marker_late_in_a_long_session_must_be_worth_the_cached_prefix() {
+    let mock = start_mock().await;
+    let proxy = start_proxy(&mock_url(&mock)).await;
+    // A long session of small outputs (each under the compression threshold), then one output whose saving
+    // (about 2,000 tokens) beats min_saved_tokens but not 10 % of the ~60,000 tokens before it.
+    let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
+    let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
+    let mut long = vec![json!({"role": "user", "content": "Build it."})];
+    for i in 0..150 {
+        let id = format!("s{i}");
+        long.extend([
+            call(&id),
+            out(&id, &format!("{i:04} {}\n", "small distinct output ".repeat(75))),
+        ]);
+    }
+    let late = passing_log("late", 200);
+    long.extend([call("late"), out("late", &late)]);
+    let turn = |key: &str, input: &Vec<Value>| json!({"model": "mock-ok", "prompt_cache_key": key, "input": input});
+    let mut before = long.clone();
+    before.truncate(long.len() - 2);
+    assert_eq!(post(&proxy, &turn("long", &before)).await.status(), 200);
+    assert_eq!(post(&proxy, &turn("long", &long)).await.status(), 200);
+    // Early in a session the same output pays for the first marker.
+    let short = vec![
+        json!({"role": "user", "content": "Build it."}),
+        call("late"),
+        out("late", &late),
+    ];
+    assert_eq!(post(&proxy, &turn("short", &short)).await.status(), 200);
+    let requests = sent(&mock);
+    assert_eq!(output_of(&requests[1], "late"), late);
+    assert!(requests[1].get("tools").is_none());
+    assert!(ctxgate::ctxzip::contains_marker(&output_of(
+        &requests[2],
+        "late"
+    )));
+}

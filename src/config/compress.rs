@@ -16,6 +16,10 @@ pub const DEFAULT_MIN_ITEM_SAVED_TOKENS: u64 = 64;
 /// Outputs from this size on are looked at for runs of lines an earlier output already shows: below it, one
 /// marker line would cost about what it hides.
 pub const DEFAULT_MIN_REPEAT_CHARS: usize = 512;
+/// While a conversation carries no marker, its first markers must also save this share (in percent) of the
+/// estimated tokens before them: the tool and directive they bring change the request's head, so the provider's
+/// cached prefix is paid in full once, and a small saving late in a long session would cost more than it saves.
+pub const DEFAULT_MIN_SAVED_PREFIX_PERCENT: u64 = 10;
 
 /// What happens to a tool output that reports a failure (non-zero exit code, traceback).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +52,8 @@ pub struct CompressSettings {
     pub min_item_saved_tokens: u64,
     /// Outputs at least this long that repeat runs of an earlier output's lines point back to it (0: never).
     pub min_repeat_chars: usize,
+    /// See [`DEFAULT_MIN_SAVED_PREFIX_PERCENT`].
+    pub min_saved_prefix_percent: u64,
 }
 
 impl Default for CompressSettings {
@@ -66,6 +72,7 @@ impl Default for CompressSettings {
             failures: Failures::Regions,
             min_item_saved_tokens: DEFAULT_MIN_ITEM_SAVED_TOKENS,
             min_repeat_chars: DEFAULT_MIN_REPEAT_CHARS,
+            min_saved_prefix_percent: DEFAULT_MIN_SAVED_PREFIX_PERCENT,
         }
     }
 }
@@ -103,6 +110,9 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
         failures,
         min_item_saved_tokens: raw.min_item_saved_tokens.unwrap_or(d.min_item_saved_tokens),
         min_repeat_chars: size("min_repeat_chars", raw.min_repeat_chars, d.min_repeat_chars)?,
+        min_saved_prefix_percent: raw
+            .min_saved_prefix_percent
+            .unwrap_or(d.min_saved_prefix_percent),
         enabled: raw.enabled.unwrap_or(d.enabled),
         min_tool_output_chars: size(
             "min_tool_output_chars",

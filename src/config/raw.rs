@@ -91,6 +91,7 @@ pub struct RawCompress {
     pub failures: Option<String>,
     pub min_item_saved_tokens: Option<u64>,
     pub min_repeat_chars: Option<u64>,
+    pub min_saved_prefix_percent: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -129,7 +130,8 @@ impl RawConfig {
         overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);
         overlay_fields!(self.compress, top.compress;
             enabled, min_tool_output_chars, min_saved_tokens, protect_recent, protect_recent_turns, exclude_tools, keep_patterns, code,
-            user_messages, ttl_secs, failures, min_item_saved_tokens, min_repeat_chars);
+            user_messages, ttl_secs, failures, min_item_saved_tokens, min_repeat_chars,
+            min_saved_prefix_percent);
         overlay_fields!(self.log, top.log; format, level);
         overlay_fields!(self.fold, top.fold;
             mode, budget, keep_last, min_fold, model, summary_prompt, max_output_tokens, reasoning_effort, pins,

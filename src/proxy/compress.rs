@@ -749,7 +749,26 @@ impl Stage for CompressStage {
                 _ => None,
             })
             .sum();
-        let pays = has_marker || new_saving >= self.settings.min_saved_tokens;
+        // The first marker also changes the request's head (tool and directive), so the provider's cached prefix
+        // before the new items is paid in full once: the saving must be worth a share of it too.
+        let first_new = pending
+            .iter()
+            .find(|p| {
+                p.texts
+                    .iter()
+                    .any(|(_, s)| matches!(s, TextState::Fresh(f) if worthy(f)))
+            })
+            .map_or(0, |p| p.index);
+        let cached_before: u64 = items[..first_new]
+            .iter()
+            .map(|i| i.json_len() as u64)
+            .sum::<u64>()
+            / 4;
+        let first_threshold = self
+            .settings
+            .min_saved_tokens
+            .max(cached_before.saturating_mul(self.settings.min_saved_prefix_percent) / 100);
+        let pays = has_marker || new_saving >= first_threshold;
         for mut item in pending {
             let mut replaced: HashMap<String, String> = HashMap::new();
             let mut markers = Vec::new();
