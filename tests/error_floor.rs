@@ -227,7 +227,10 @@ async fn a_first_marker_late_in_a_long_session_must_be_worth_the_cached_prefix()
         let id = format!("s{i}");
         long.extend([
             call(&id),
-            out(&id, &format!("{i:04} {}\n", "small distinct output ".repeat(75))),
+            out(
+                &id,
+                &format!("{i:04} {}\n", "small distinct output ".repeat(75)),
+            ),
         ]);
     }
     let late = passing_log("late", 200);

@@ -95,7 +95,8 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.compress.failures = env.var("CTXGATE_COMPRESS_FAILURES");
     raw.compress.min_item_saved_tokens = number(env, "CTXGATE_COMPRESS_MIN_ITEM_SAVED_TOKENS")?;
     raw.compress.min_repeat_chars = number(env, "CTXGATE_COMPRESS_MIN_REPEAT_CHARS")?;
-    raw.compress.min_saved_prefix_percent = number(env, "CTXGATE_COMPRESS_MIN_SAVED_PREFIX_PERCENT")?;
+    raw.compress.min_saved_prefix_percent =
+        number(env, "CTXGATE_COMPRESS_MIN_SAVED_PREFIX_PERCENT")?;
     raw.log.format = env.var("CTXGATE_LOG_FORMAT");
     raw.log.level = env.var("CTXGATE_LOG_LEVEL");
     raw.fold.mode = env.var("CTXGATE_FOLD_MODE");

@@ -228,71 +228,91 @@ impl CompressStage {
         })
     }
 
-    /// Stores the original (durably, before any request carries its marker) and the compressed form.
-    async fn commit(
+    /// Stores the originals of this request's new compressions in one durable transaction (no request may carry
+    /// their markers before it returns), then their compressed forms in another (best effort), and accounts for
+    /// them. Returns, in order, each text with its compressed bytes and marker.
+    async fn commit_all(
         &self,
         ctx: &Context<'_>,
-        text: &str,
-        tool: &str,
-        seam: &'static str,
-        fresh: Fresh,
-    ) -> Result<(String, MarkerUse), StoreError> {
-        let Fresh {
-            compressed,
-            form_key,
-            query,
-            before: tokens_before,
-            after: tokens_after,
-        } = fresh;
-        let hash = compressed.hash.clone();
-        let expiry = unix_now() + self.settings.ttl.as_secs();
-        let expires = Some(expiry);
-        let meta = OriginalMeta {
-            v: RECORD_VERSION,
-            tool: tool.into(),
-            kind: compressed.kind.as_str().into(),
-            query,
-            bytes: text.len() as u64,
-            tokens_before,
-            tokens_after,
+        batch: Vec<(String, &str, &'static str, Fresh)>,
+    ) -> Result<Vec<(String, String, MarkerUse)>, StoreError> {
+        let now = unix_now();
+        let expiry = now + self.settings.ttl.as_secs();
+        let record = |value| Record {
+            value,
+            created_at: now,
+            expires_at: Some(expiry),
         };
-        self.put_original(ctx.tenant, &hash, &meta, text, expires)
-            .await?;
-        let form = CompressedForm {
-            v: RECORD_VERSION,
-            text: compressed.text.clone(),
-            kind: meta.kind.clone(),
-            tokens_before,
-            tokens_after,
-            verbatim: false,
-        };
-        if let Ok(value) = serde_json::to_vec(&form) {
-            // Best effort: without it, the same options make the same bytes again anyway.
-            if let Err(e) = self
-                .put_durably(Namespace::Compressed, ctx.tenant, &form_key, value, expires)
-                .await
-            {
-                tracing::warn!(error = %e, "could not store a compressed form");
-            }
-        }
-        self.expiries
-            .insert(key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]), expiry);
-        self.account_new(
-            ctx,
-            seam,
-            tool,
-            compressed.kind,
-            tokens_before,
-            tokens_after,
-        );
-        Ok((
-            compressed.text,
-            MarkerUse {
-                hash,
-                saved_tokens: tokens_before.saturating_sub(tokens_after),
+        let mut originals = Vec::with_capacity(batch.len());
+        let mut forms = Vec::with_capacity(batch.len());
+        let mut done = Vec::with_capacity(batch.len());
+        let mut accounts = Vec::with_capacity(batch.len());
+        for (text, tool, seam, fresh) in batch {
+            let Fresh {
+                compressed,
                 form_key,
-            },
-        ))
+                query,
+                before: tokens_before,
+                after: tokens_after,
+            } = fresh;
+            let meta = OriginalMeta {
+                v: RECORD_VERSION,
+                tool: tool.into(),
+                kind: compressed.kind.as_str().into(),
+                query,
+                bytes: text.len() as u64,
+                tokens_before,
+                tokens_after,
+            };
+            let form = CompressedForm {
+                v: RECORD_VERSION,
+                text: compressed.text.clone(),
+                kind: meta.kind.clone(),
+                tokens_before,
+                tokens_after,
+                verbatim: false,
+            };
+            originals.push((
+                ctx.tenant.to_owned(),
+                compressed.hash.clone(),
+                record(encode_original(&meta, &text)),
+            ));
+            // Best effort: without the form, the same options make the same bytes again anyway.
+            if let Ok(value) = serde_json::to_vec(&form) {
+                forms.push((ctx.tenant.to_owned(), form_key.clone(), record(value)));
+            }
+            accounts.push((
+                seam,
+                tool.to_owned(),
+                compressed.kind,
+                tokens_before,
+                tokens_after,
+            ));
+            done.push((
+                text,
+                compressed.text,
+                MarkerUse {
+                    hash: compressed.hash,
+                    saved_tokens: tokens_before.saturating_sub(tokens_after),
+                    form_key,
+                },
+            ));
+        }
+        self.put_many_durably(Namespace::Originals, originals)
+            .await?;
+        if let Err(e) = self.put_many_durably(Namespace::Compressed, forms).await {
+            tracing::warn!(error = %e, "could not store compressed forms");
+        }
+        for (_, _, marker) in &done {
+            self.expiries.insert(
+                key_of(&[ctx.tenant.as_bytes(), marker.hash.as_bytes()]),
+                expiry,
+            );
+        }
+        for (seam, tool, kind, before, after) in accounts {
+            self.account_new(ctx, seam, &tool, kind, before, after);
+        }
+        Ok(done)
     }
 
     /// Remembers, in the background, that this conversation sends `text` verbatim: a later turn (or a restart)
@@ -357,6 +377,22 @@ impl CompressStage {
         };
         self.tasks
             .spawn(async move { store.put(ns, &tenant, &key, record).await })
+            .await
+            .map_err(|e| StoreError::Io(format!("store task: {e}")))?
+    }
+
+    /// Several records in one store transaction that completes even if the client hangs up meanwhile.
+    async fn put_many_durably(
+        &self,
+        ns: Namespace,
+        records: Vec<(String, String, Record)>,
+    ) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let store = self.store.clone();
+        self.tasks
+            .spawn(async move { store.put_many(ns, records).await })
             .await
             .map_err(|e| StoreError::Io(format!("store task: {e}")))?
     }
@@ -769,9 +805,48 @@ impl Stage for CompressStage {
             .min_saved_tokens
             .max(cached_before.saturating_mul(self.settings.min_saved_prefix_percent) / 100);
         let pays = has_marker || new_saving >= first_threshold;
-        for mut item in pending {
+        // Every new original of this request goes to the store in one durable transaction.
+        let mut batch = Vec::new();
+        let mut owners = Vec::new();
+        for (p, item) in pending.iter_mut().enumerate() {
+            let mut kept = Vec::with_capacity(item.texts.len());
+            for (text, state) in std::mem::take(&mut item.texts) {
+                match state {
+                    TextState::Fresh(f) if pays && worthy(&f) => {
+                        owners.push(p);
+                        batch.push((text, item.tool, item.seam, f));
+                    }
+                    other => kept.push((text, other)),
+                }
+            }
+            item.texts = kept;
+        }
+        let mut committed: Vec<Vec<(String, String, MarkerUse)>> =
+            pending.iter().map(|_| Vec::new()).collect();
+        if !batch.is_empty() {
+            match self.commit_all(&ctx, batch).await {
+                Ok(done) => {
+                    for (p, entry) in owners.into_iter().zip(done) {
+                        committed[p].push(entry);
+                    }
+                }
+                Err(e) => {
+                    // Nothing is sent behind a marker whose original is not safe: these texts go verbatim.
+                    tracing::warn!(request_id = %turn.request_id, error = %e, "originals not stored; texts left verbatim");
+                    for p in owners {
+                        self.skipped("store_failed");
+                        pending[p].faulted = true;
+                    }
+                }
+            }
+        }
+        for (mut item, committed) in pending.into_iter().zip(committed) {
             let mut replaced: HashMap<String, String> = HashMap::new();
             let mut markers = Vec::new();
+            for (text, new, marker) in committed {
+                markers.push(marker);
+                replaced.insert(text, new);
+            }
             for (text, state) in std::mem::take(&mut item.texts) {
                 match state {
                     TextState::Known(new, marker) => {
@@ -779,20 +854,6 @@ impl Stage for CompressStage {
                         replaced.insert(text, new);
                     }
                     TextState::Verbatim => {}
-                    TextState::Fresh(f) if pays && worthy(&f) => {
-                        match self.commit(&ctx, &text, item.tool, item.seam, f).await {
-                            Ok((new, marker)) => {
-                                markers.push(marker);
-                                replaced.insert(text, new);
-                            }
-                            Err(e) => {
-                                // Nothing is sent behind a marker whose original is not safe: this text goes verbatim.
-                                tracing::warn!(request_id = %turn.request_id, error = %e, "original not stored; text left verbatim");
-                                self.skipped("store_failed");
-                                item.faulted = true;
-                            }
-                        }
-                    }
                     TextState::Fresh(f) => {
                         self.skipped("small_saving");
                         self.remember_verbatim(&ctx, f.form_key);
