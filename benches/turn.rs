@@ -69,6 +69,11 @@ struct Rig {
 }
 
 fn rig(budget: u64) -> Rig {
+    rig_with(budget, None)
+}
+
+/// `min_repeat_chars = Some(0)` turns repeats off: the same turn without looking for them, for comparison.
+fn rig_with(budget: u64, min_repeat_chars: Option<u64>) -> Rig {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -84,6 +89,7 @@ fn rig(budget: u64) -> Rig {
     raw.fold.mode = Some("local".into());
     raw.fold.model = Some("mock-summary".into());
     raw.fold.budget = Some(budget);
+    raw.compress.min_repeat_chars = min_repeat_chars;
     let config = Config::resolve(raw).unwrap();
     let env = std::collections::HashMap::<String, String>::new();
     let app = rt
@@ -141,6 +147,12 @@ fn bench(c: &mut Criterion) {
     assert_eq!(header(&h, "x-ctxgate-fold"), "none");
     group.bench_function("2mb_under_budget", |b| {
         b.iter(|| under.rt.block_on(run_turn(&under, &body)))
+    });
+
+    let off = rig_with(10_000_000, Some(0));
+    let _ = off.rt.block_on(run_turn(&off, &body));
+    group.bench_function("2mb_under_budget_repeats_off", |b| {
+        b.iter(|| off.rt.block_on(run_turn(&off, &body)))
     });
 
     let folded = rig(100_000);

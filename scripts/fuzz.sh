@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-600}"
 shift || true
 TARGETS=("$@")
-if [ ${#TARGETS[@]} -eq 0 ]; then TARGETS=(compress request_body sse stitch); fi
+if [ ${#TARGETS[@]} -eq 0 ]; then TARGETS=(compress repeats request_body sse stitch); fi
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   echo "fuzz.sh: cargo-fuzz is not installed: cargo install cargo-fuzz" >&2
   exit 2
@@ -33,6 +33,12 @@ def seed(target, name, data):
 for p in sorted(glob.glob(f"{outputs}/*")):
     if p.endswith((".tsv", ".md")): continue
     seed("compress", os.path.basename(p), open(p, "rb").read()[:131072])
+for a, b in zip(sorted(glob.glob(f"{outputs}/*"))[::2], sorted(glob.glob(f"{outputs}/*"))[1::2]):
+    if a.endswith((".tsv", ".md")) or b.endswith((".tsv", ".md")): continue
+    first = open(a, "rb").read()[:32768]
+    # An output, then the same output with a line changed: what a re-run looks like.
+    seed("repeats", os.path.basename(a), first + b"\0" + first.replace(b"\n", b"\nchanged line\n", 1))
+    seed("repeats", os.path.basename(b), first + b"\0" + open(b, "rb").read()[:32768])
 items_sets = []
 if transcripts:
     for p in sorted(glob.glob(f"{transcripts}/*.json")):

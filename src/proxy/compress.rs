@@ -545,7 +545,8 @@ impl Stage for CompressStage {
             turn.add_response_header(SAVED_HEADER, "0".into());
             return Ok(());
         }
-        let mut calls: HashMap<&str, (String, String)> = HashMap::new();
+        // Borrowed from the shapes: a long transcript has thousands of calls, and this runs every turn.
+        let mut calls: rustc_hash::FxHashMap<&str, (&str, &str)> = rustc_hash::FxHashMap::default();
         let mut first_user = "";
         let mut user_positions = Vec::new();
         let mut function_outputs = Vec::new();
@@ -559,7 +560,7 @@ impl Stage for CompressStage {
                     name,
                     arguments,
                 }) => {
-                    calls.insert(call_id.as_str(), (name.clone(), arguments.clone()));
+                    calls.insert(call_id.as_str(), (name.as_str(), arguments.as_str()));
                 }
                 Some(Shape::UserMessage { text }) => {
                     if user_positions.is_empty() {
@@ -657,9 +658,7 @@ impl Stage for CompressStage {
                 Shape::Output { call_id, .. } => calls.get(call_id.as_str()),
                 _ => None,
             };
-            let (tool, arguments) = call
-                .map(|(n, a)| (n.as_str(), a.as_str()))
-                .unwrap_or(("", ""));
+            let (tool, arguments) = call.copied().unwrap_or(("", ""));
             if tool == EXPAND_TOOL || self.settings.exclude_tools.iter().any(|t| t == tool) {
                 self.skipped("excluded_tool");
                 continue;
