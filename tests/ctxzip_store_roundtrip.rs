@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ctxgate::ctxzip::{self, Options};
-use ctxgate::proxy::originals::{OriginalMeta, RECORD_VERSION, decode_original, encode_original};
+use ctxgate::store::records::{OriginalMeta, RECORD_VERSION, decode_original, encode_original};
 use ctxgate::store::redb::RedbStore;
 use ctxgate::store::{Namespace, Record, Store};
 use proptest::prelude::*;

@@ -130,14 +130,14 @@ async fn turns_extend_the_previous_input_byte_for_byte_even_across_a_restart() {
         let original = corpus(name);
         let hash = ctxgate::ctxzip::hash_of(&original);
         assert!(hashes.contains(&hash), "{name}");
-        let (meta, text) = ctxgate::proxy::compress::load_original(&store, tenant.as_str(), &hash)
+        let (meta, text) = ctxgate::store::records::load_original(&store, tenant.as_str(), &hash)
             .await
             .unwrap()
             .unwrap();
         assert_eq!(text, original, "{name}");
         assert_eq!(meta.tool, "exec_command");
         assert!(
-            ctxgate::proxy::compress::load_original(&store, other.as_str(), &hash)
+            ctxgate::store::records::load_original(&store, other.as_str(), &hash)
                 .await
                 .unwrap()
                 .is_none()

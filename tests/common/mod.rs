@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ctxgate::config::Config;
 use ctxgate::config::raw::RawConfig;
 use ctxgate::mock::{MockConfig, MockHandle};
-use ctxgate::server::AppState;
+use ctxgate::state::AppState;
 
 pub struct Proxy {
     pub addr: SocketAddr,

@@ -10,50 +10,25 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+mod forms;
+
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio_util::task::TaskTracker;
 
-use super::cache::{Memo, key_of};
-use super::originals::{
-    CompressedForm, OriginalMeta, RECORD_VERSION, compressed_key, decode_original, encode_original,
-};
-use super::turn::{Stage, StageError, Turn};
+use super::Turn;
+use super::memo::{Memo, key_of};
+use super::stage::{Stage, StageError};
 use crate::config::compress::{CompressSettings, Failures};
 use crate::ctxzip;
+use crate::expand::tool::EXPAND_TOOL;
 use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
-use crate::store::{Namespace, Record, Store, StoreError, unix_now};
-use crate::telemetry::{KindLabels, Metrics, ReasonLabels};
+use crate::store::records::Records;
+use crate::telemetry::{Metrics, ReasonLabels};
+use forms::{Context, Fresh, Known, MarkerUse};
 
-/// The tool whose outputs are originals already: never compressed again.
-pub const EXPAND_TOOL: &str = "context_expand";
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
 const MEMO_CAPACITY: usize = 50_000;
-/// At most this much past the TTL is added when an original's expiry is refreshed.
-const REFRESH_SLACK_MAX_SECS: u64 = 60;
-
-/// One marker an item carries: the original's hash and what it saves.
-#[derive(Debug, Clone)]
-struct MarkerUse {
-    hash: String,
-    saved_tokens: u64,
-}
-
-/// What a conversation decided for one text.
-enum Known {
-    Compressed(String, MarkerUse),
-    Verbatim,
-    New,
-}
-
-/// A compression made this turn, before the conversation-wide decision to send it.
-struct Fresh {
-    compressed: ctxzip::Compressed,
-    query: Vec<String>,
-    before: u64,
-    after: u64,
-}
 
 /// One text of a candidate item, as this turn sees it.
 enum TextState {
@@ -85,19 +60,10 @@ struct Compression {
     markers: Vec<MarkerUse>,
 }
 
-/// Per-turn context for compressing new originals.
-struct Context<'a> {
-    tenant: &'a str,
-    anchor_key: &'a str,
-    first_user: &'a str,
-    request_id: &'a str,
-}
-
 pub struct CompressStage {
     settings: CompressSettings,
-    store: Arc<dyn Store>,
+    records: Records,
     metrics: Arc<Metrics>,
-    tasks: TaskTracker,
     /// Shape and longest text of an item, by its bytes.
     shapes: Memo<Arc<(Shape, usize)>>,
     /// The compressed form (or `None`: verbatim whatever its position) by tenant, anchor and item bytes.
@@ -107,17 +73,11 @@ pub struct CompressStage {
 }
 
 impl CompressStage {
-    pub fn new(
-        settings: CompressSettings,
-        store: Arc<dyn Store>,
-        metrics: Arc<Metrics>,
-        tasks: TaskTracker,
-    ) -> Self {
+    pub fn new(settings: CompressSettings, records: Records, metrics: Arc<Metrics>) -> Self {
         CompressStage {
             settings,
-            store,
+            records,
             metrics,
-            tasks,
             shapes: Memo::new(MEMO_CAPACITY),
             rewrites: Memo::new(MEMO_CAPACITY),
             expiries: Memo::new(MEMO_CAPACITY),
@@ -141,291 +101,6 @@ impl CompressStage {
         let entry = Arc::new((shape, longest));
         self.shapes.insert(raw_key, entry.clone());
         Some(entry)
-    }
-
-    /// What this conversation already decided for `text`: its compressed form (put back in the store if the
-    /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet.
-    async fn known(&self, ctx: &Context<'_>, text: &str, tool: &str) -> Result<Known, StoreError> {
-        let hash = ctxzip::hash_of(text);
-        let now = unix_now();
-        let expires = Some(now + self.settings.ttl.as_secs());
-        let form_key = compressed_key(ctx.anchor_key, &hash);
-        let Some(record) = self
-            .store
-            .get(Namespace::Compressed, ctx.tenant, &form_key, now)
-            .await?
-        else {
-            return Ok(Known::New);
-        };
-        let Ok(form) = serde_json::from_slice::<CompressedForm>(&record.value) else {
-            return Ok(Known::New);
-        };
-        if form.verbatim {
-            return Ok(Known::Verbatim);
-        }
-        if self
-            .store
-            .get(Namespace::Originals, ctx.tenant, &hash, now)
-            .await?
-            .is_none()
-        {
-            let meta = OriginalMeta {
-                v: RECORD_VERSION,
-                tool: tool.into(),
-                kind: form.kind.clone(),
-                ..Default::default()
-            };
-            self.put_original(ctx.tenant, &hash, &meta, text, expires)
-                .await?;
-        }
-        let saved = form.tokens_before.saturating_sub(form.tokens_after);
-        Ok(Known::Compressed(
-            form.text,
-            MarkerUse {
-                hash,
-                saved_tokens: saved,
-            },
-        ))
-    }
-
-    /// A compression of `text` made now, not yet stored; `None` when ctxzip leaves it as it is.
-    fn fresh(&self, ctx: &Context<'_>, text: &str, arguments: &str) -> Option<Fresh> {
-        let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
-        let options = ctxzip::Options {
-            query: query.clone(),
-            keep_patterns: self.settings.keep_patterns.clone(),
-            compress_code: self.settings.code,
-        };
-        let compressed = ctxzip::compress(text, &options)?;
-        Some(Fresh {
-            before: ctxzip::estimate_tokens(text) as u64,
-            after: ctxzip::estimate_tokens(&compressed.text) as u64,
-            compressed,
-            query,
-        })
-    }
-
-    /// Stores the original (durably, before any request carries its marker) and the compressed form.
-    async fn commit(
-        &self,
-        ctx: &Context<'_>,
-        text: &str,
-        tool: &str,
-        seam: &'static str,
-        fresh: Fresh,
-    ) -> Result<(String, MarkerUse), StoreError> {
-        let Fresh {
-            compressed,
-            query,
-            before: tokens_before,
-            after: tokens_after,
-        } = fresh;
-        let hash = compressed.hash.clone();
-        let expiry = unix_now() + self.settings.ttl.as_secs();
-        let expires = Some(expiry);
-        let meta = OriginalMeta {
-            v: RECORD_VERSION,
-            tool: tool.into(),
-            kind: compressed.kind.as_str().into(),
-            query,
-            bytes: text.len() as u64,
-            tokens_before,
-            tokens_after,
-        };
-        self.put_original(ctx.tenant, &hash, &meta, text, expires)
-            .await?;
-        let form = CompressedForm {
-            v: RECORD_VERSION,
-            text: compressed.text.clone(),
-            kind: meta.kind.clone(),
-            tokens_before,
-            tokens_after,
-            verbatim: false,
-        };
-        if let Ok(value) = serde_json::to_vec(&form) {
-            // Best effort: without it, the same options make the same bytes again anyway.
-            let key = compressed_key(ctx.anchor_key, &hash);
-            if let Err(e) = self
-                .put_durably(Namespace::Compressed, ctx.tenant, &key, value, expires)
-                .await
-            {
-                tracing::warn!(error = %e, "could not store a compressed form");
-            }
-        }
-        self.expiries
-            .insert(key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]), expiry);
-        self.account_new(
-            ctx,
-            seam,
-            tool,
-            compressed.kind,
-            tokens_before,
-            tokens_after,
-        );
-        Ok((
-            compressed.text,
-            MarkerUse {
-                hash,
-                saved_tokens: tokens_before.saturating_sub(tokens_after),
-            },
-        ))
-    }
-
-    /// Remembers, in the background, that this conversation sends `text` verbatim: a later turn (or a restart)
-    /// must not compress it then, or the prefix the provider cached would change.
-    fn remember_verbatim(&self, ctx: &Context<'_>, text: &str) {
-        let form = CompressedForm {
-            v: RECORD_VERSION,
-            text: String::new(),
-            kind: String::new(),
-            tokens_before: 0,
-            tokens_after: 0,
-            verbatim: true,
-        };
-        let Ok(value) = serde_json::to_vec(&form) else {
-            return;
-        };
-        let key = compressed_key(ctx.anchor_key, &ctxzip::hash_of(text));
-        let record = Record {
-            value,
-            created_at: unix_now(),
-            expires_at: Some(unix_now() + self.settings.ttl.as_secs()),
-        };
-        let (store, tenant) = (self.store.clone(), ctx.tenant.to_string());
-        self.tasks.spawn(async move {
-            if let Err(e) = store
-                .put(Namespace::Compressed, &tenant, &key, record)
-                .await
-            {
-                tracing::warn!(error = %e, "could not remember a verbatim decision");
-            }
-        });
-    }
-
-    /// Stores an original under its hash, durably: no request may carry its marker before this returns.
-    async fn put_original(
-        &self,
-        tenant: &str,
-        hash: &str,
-        meta: &OriginalMeta,
-        text: &str,
-        expires: Option<u64>,
-    ) -> Result<(), StoreError> {
-        let record = encode_original(meta, text);
-        self.put_durably(Namespace::Originals, tenant, hash, record, expires)
-            .await
-    }
-
-    /// A store write that completes even if the client hangs up meanwhile.
-    async fn put_durably(
-        &self,
-        ns: Namespace,
-        tenant: &str,
-        key: &str,
-        value: Vec<u8>,
-        expires_at: Option<u64>,
-    ) -> Result<(), StoreError> {
-        let (store, tenant, key) = (self.store.clone(), tenant.to_string(), key.to_string());
-        let record = Record {
-            value,
-            created_at: unix_now(),
-            expires_at,
-        };
-        self.tasks
-            .spawn(async move { store.put(ns, &tenant, &key, record).await })
-            .await
-            .map_err(|e| StoreError::Io(format!("store task: {e}")))?
-    }
-
-    fn account_new(
-        &self,
-        ctx: &Context<'_>,
-        seam: &'static str,
-        tool: &str,
-        kind: ctxzip::Kind,
-        before: u64,
-        after: u64,
-    ) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let saved = before.saturating_sub(after);
-        let savings = &self.metrics.savings;
-        savings.compressions.fetch_add(1, Relaxed);
-        savings.saved_tokens.fetch_add(saved, Relaxed);
-        self.metrics
-            .compressions
-            .get_or_create(&KindLabels {
-                kind: kind.as_str(),
-            })
-            .inc();
-        self.metrics.compress_saved_tokens.inc_by(saved);
-        let totals = savings.totals();
-        tracing::info!(
-            target: "ctxgate::audit",
-            event = "context_compressed",
-            request_id = ctx.request_id,
-            tenant = ctx.tenant,
-            seam,
-            tool,
-            kind = kind.as_str(),
-            tokens_before = before,
-            tokens_after = after,
-            saved_tokens = saved,
-            total_saved_tokens = totals.saved_tokens,
-            total_wire_saved_tokens = totals.wire_saved_tokens,
-            total_compressions = totals.compressions,
-            total_expansions = totals.expansions,
-            "context_compressed"
-        );
-    }
-
-    /// Moves the expiry of originals still in use forward, in the background: a marker that reaches the model stays
-    /// expandable for at least the TTL after the last request that carried it. The new expiry has a little slack
-    /// so that a conversation's every turn does not cost a store write.
-    fn refresh(&self, tenant: &str, anchor_key: &str, markers: &[MarkerUse]) {
-        let ttl = self.settings.ttl.as_secs();
-        let slack = (ttl / 10).clamp(1, REFRESH_SLACK_MAX_SECS);
-        let now = unix_now();
-        let mut due = Vec::new();
-        for m in markers {
-            let key = key_of(&[tenant.as_bytes(), m.hash.as_bytes()]);
-            let expiry = self.expiries.get(key).unwrap_or(0);
-            if expiry < now + ttl {
-                self.expiries.insert(key, now + ttl + slack);
-                due.push(m.hash.clone());
-            }
-        }
-        if due.is_empty() {
-            return;
-        }
-        let (store, tenant, anchor_key) = (
-            self.store.clone(),
-            tenant.to_string(),
-            anchor_key.to_string(),
-        );
-        self.tasks.spawn(async move {
-            for hash in due {
-                let expires = Some(now + ttl + slack);
-                let results = [
-                    store
-                        .touch(Namespace::Originals, &tenant, &hash, expires, now)
-                        .await,
-                    store
-                        .touch(
-                            Namespace::Compressed,
-                            &tenant,
-                            &compressed_key(&anchor_key, &hash),
-                            expires,
-                            now,
-                        )
-                        .await,
-                ];
-                for r in results {
-                    if let Err(e) = r {
-                        tracing::warn!(error = %e, "could not refresh an original's expiry");
-                    }
-                }
-            }
-        });
     }
 }
 
@@ -529,16 +204,16 @@ impl Stage for CompressStage {
                 _ => 0,
             },
         };
-        let anchor = crate::fold::anchor(
-            turn.body.get_str("prompt_cache_key").as_deref(),
-            items.first().and_then(|i| i.value()),
-        );
-        let anchor_key = super::fold::anchor_key(&anchor);
-        let tenant = turn.caller.tenant.as_str().to_string();
+        let first_user = first_user.to_string();
+        let anchor_key = turn.anchor_key(None);
+        let tenant = turn.tenant().to_string();
+        let Some(items) = turn.body.items() else {
+            return Ok(());
+        };
         let ctx = Context {
             tenant: &tenant,
             anchor_key: &anchor_key,
-            first_user,
+            first_user: &first_user,
             request_id: &turn.request_id,
         };
         let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
@@ -704,16 +379,4 @@ impl Stage for CompressStage {
         turn.add_response_header(SAVED_HEADER, wire_saved.to_string());
         Ok(())
     }
-}
-
-/// Reads an original back (for expansion and the CLI).
-pub async fn load_original(
-    store: &dyn Store,
-    tenant: &str,
-    hash: &str,
-) -> Result<Option<(OriginalMeta, String)>, StoreError> {
-    Ok(store
-        .get(Namespace::Originals, tenant, hash, unix_now())
-        .await?
-        .and_then(|r| decode_original(&r.value)))
 }

@@ -1,0 +1,227 @@
+//! The compress stage's memory: what a conversation already decided for a text, and the records a new
+//! compression leaves.
+//!
+//! A text seen before in this conversation takes the compressed form stored under its anchor (its original put
+//! back if it was evicted meanwhile, so the marker stays expandable) or stays verbatim as decided then; a new one
+//! is compressed now ([`CompressStage::fresh`]) and, once the turn decides to send it, committed: the original
+//! durably first, then the compressed form. Markers still carried get their originals' expiry moved forward, in
+//! the background.
+
+use super::CompressStage;
+use crate::ctxzip;
+use crate::store::records::{CompressedForm, OriginalMeta, RECORD_VERSION, compressed_key};
+use crate::store::{Namespace, StoreError};
+use crate::turn::memo::key_of;
+
+/// At most this much past the TTL is added when an original's expiry is refreshed.
+const REFRESH_SLACK_MAX_SECS: u64 = 60;
+
+/// One marker an item carries: the original's hash and what it saves.
+#[derive(Debug, Clone)]
+pub(super) struct MarkerUse {
+    pub hash: String,
+    pub saved_tokens: u64,
+}
+
+/// What a conversation decided for one text.
+pub(super) enum Known {
+    Compressed(String, MarkerUse),
+    Verbatim,
+    New,
+}
+
+/// A compression made this turn, before the conversation-wide decision to send it.
+pub(super) struct Fresh {
+    compressed: ctxzip::Compressed,
+    query: Vec<String>,
+    pub before: u64,
+    pub after: u64,
+}
+
+/// Per-turn context for compressing new originals.
+pub(super) struct Context<'a> {
+    pub tenant: &'a str,
+    pub anchor_key: &'a str,
+    pub first_user: &'a str,
+    pub request_id: &'a str,
+}
+
+impl CompressStage {
+    /// What this conversation already decided for `text`: its compressed form (put back in the store if the
+    /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet.
+    pub(super) async fn known(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        tool: &str,
+    ) -> Result<Known, StoreError> {
+        let hash = ctxzip::hash_of(text);
+        let expires = Some(self.records.now() + self.settings.ttl.as_secs());
+        let form_key = compressed_key(ctx.anchor_key, &hash);
+        let Some(form) = self
+            .records
+            .get_json::<CompressedForm>(Namespace::Compressed, ctx.tenant, &form_key)
+            .await?
+        else {
+            return Ok(Known::New);
+        };
+        if form.verbatim {
+            return Ok(Known::Verbatim);
+        }
+        if self
+            .records
+            .load_original(ctx.tenant, &hash)
+            .await?
+            .is_none()
+        {
+            let meta = OriginalMeta {
+                v: RECORD_VERSION,
+                tool: tool.into(),
+                kind: form.kind.clone(),
+                ..Default::default()
+            };
+            self.records
+                .put_original(ctx.tenant, &hash, &meta, text, expires)
+                .await?;
+        }
+        let saved = form.tokens_before.saturating_sub(form.tokens_after);
+        Ok(Known::Compressed(
+            form.text,
+            MarkerUse {
+                hash,
+                saved_tokens: saved,
+            },
+        ))
+    }
+
+    /// A compression of `text` made now, not yet stored; `None` when ctxzip leaves it as it is.
+    pub(super) fn fresh(&self, ctx: &Context<'_>, text: &str, arguments: &str) -> Option<Fresh> {
+        let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
+        let options = ctxzip::Options {
+            query: query.clone(),
+            keep_patterns: self.settings.keep_patterns.clone(),
+            compress_code: self.settings.code,
+        };
+        let compressed = ctxzip::compress(text, &options)?;
+        Some(Fresh {
+            before: ctxzip::estimate_tokens(text) as u64,
+            after: ctxzip::estimate_tokens(&compressed.text) as u64,
+            compressed,
+            query,
+        })
+    }
+
+    /// Stores the original (durably, before any request carries its marker) and the compressed form.
+    pub(super) async fn commit(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        tool: &str,
+        seam: &'static str,
+        fresh: Fresh,
+    ) -> Result<(String, MarkerUse), StoreError> {
+        let Fresh {
+            compressed,
+            query,
+            before: tokens_before,
+            after: tokens_after,
+        } = fresh;
+        let hash = compressed.hash.clone();
+        let expiry = self.records.now() + self.settings.ttl.as_secs();
+        let expires = Some(expiry);
+        let meta = OriginalMeta {
+            v: RECORD_VERSION,
+            tool: tool.into(),
+            kind: compressed.kind.as_str().into(),
+            query,
+            bytes: text.len() as u64,
+            tokens_before,
+            tokens_after,
+        };
+        self.records
+            .put_original(ctx.tenant, &hash, &meta, text, expires)
+            .await?;
+        let form = CompressedForm {
+            v: RECORD_VERSION,
+            text: compressed.text.clone(),
+            kind: meta.kind.clone(),
+            tokens_before,
+            tokens_after,
+            verbatim: false,
+        };
+        // Best effort: without it, the same options make the same bytes again anyway.
+        let key = compressed_key(ctx.anchor_key, &hash);
+        if let Err(e) = self
+            .records
+            .put_json_durably(Namespace::Compressed, ctx.tenant, &key, &form, expires)
+            .await
+        {
+            tracing::warn!(error = %e, "could not store a compressed form");
+        }
+        self.expiries
+            .insert(key_of(&[ctx.tenant.as_bytes(), hash.as_bytes()]), expiry);
+        crate::telemetry::audit::compressed(
+            &self.metrics,
+            crate::telemetry::audit::Compressed {
+                request_id: ctx.request_id,
+                tenant: ctx.tenant,
+                seam,
+                tool,
+                kind: compressed.kind.as_str(),
+                before: tokens_before,
+                after: tokens_after,
+            },
+        );
+        Ok((
+            compressed.text,
+            MarkerUse {
+                hash,
+                saved_tokens: tokens_before.saturating_sub(tokens_after),
+            },
+        ))
+    }
+
+    /// Remembers, in the background, that this conversation sends `text` verbatim: a later turn (or a restart)
+    /// must not compress it then, or the prefix the provider cached would change.
+    pub(super) fn remember_verbatim(&self, ctx: &Context<'_>, text: &str) {
+        let form = CompressedForm {
+            v: RECORD_VERSION,
+            text: String::new(),
+            kind: String::new(),
+            tokens_before: 0,
+            tokens_after: 0,
+            verbatim: true,
+        };
+        let key = compressed_key(ctx.anchor_key, &ctxzip::hash_of(text));
+        let expires = Some(self.records.now() + self.settings.ttl.as_secs());
+        self.records.put_json_later(
+            Namespace::Compressed,
+            ctx.tenant,
+            &key,
+            &form,
+            expires,
+            "a verbatim decision",
+        );
+    }
+
+    /// Moves the expiry of originals still in use forward, in the background: a marker that reaches the model stays
+    /// expandable for at least the TTL after the last request that carried it. The new expiry has a little slack
+    /// so that a conversation's every turn does not cost a store write.
+    pub(super) fn refresh(&self, tenant: &str, anchor_key: &str, markers: &[MarkerUse]) {
+        let ttl = self.settings.ttl.as_secs();
+        let slack = (ttl / 10).clamp(1, REFRESH_SLACK_MAX_SECS);
+        let now = self.records.now();
+        let mut due = Vec::new();
+        for m in markers {
+            let key = key_of(&[tenant.as_bytes(), m.hash.as_bytes()]);
+            let expiry = self.expiries.get(key).unwrap_or(0);
+            if expiry < now + ttl {
+                self.expiries.insert(key, now + ttl + slack);
+                due.push((Namespace::Originals, m.hash.clone()));
+                due.push((Namespace::Compressed, compressed_key(anchor_key, &m.hash)));
+            }
+        }
+        self.records
+            .touch_later(due, tenant, Some(now + ttl + slack), "an original's expiry");
+    }
+}
