@@ -109,26 +109,17 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
             .unwrap();
         assert_eq!(expanded.status(), 200);
     }
-    // Suggestions are written in the background; give them a moment.
-    let mut stats = serde_json::Value::Null;
-    for _ in 0..50 {
-        stats = client()
-            .get(proxy.v1("/ctxzip/stats"))
-            .header("authorization", "Bearer sk-cli")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if stats["suggestions"]
-            .as_array()
-            .is_some_and(|s| !s.is_empty())
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Suggestions are written in the background: wait for that work to finish.
+    proxy.state.settled().await;
+    let stats: serde_json::Value = client()
+        .get(proxy.v1("/ctxzip/stats"))
+        .header("authorization", "Bearer sk-cli")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let suggestions = stats["suggestions"].as_array().unwrap();
     assert!(
         suggestions

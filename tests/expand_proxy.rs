@@ -260,7 +260,6 @@ async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
         vec![again["id"].as_str().unwrap().to_string()]
     };
     assert_ne!(seen_id, real_ids[0]);
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await; // the alias is written in the background
     mock.state.clear();
     let follow = json!({"model":"mock-ok","previous_response_id": seen_id, "input":[{"role":"user","content":"thanks"}]});
     let _ = post(&proxy, &follow, "sk-a").await.bytes().await;

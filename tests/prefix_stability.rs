@@ -340,22 +340,17 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
             .unwrap()
     };
     let _ = send(&proxy, &items, "Bearer sk-ttl").await;
+    proxy.state.settled().await;
     let first = expiry().await;
-    let now = ctxgate::store::unix_now();
+    let now = proxy.state.clock.unix_now();
     assert!(first >= now + 599 && first <= now + 600);
-    // A later request still carrying the marker moves the expiry to at least TTL after it (unix seconds: the
-    // second request must fall in a later second to be told apart).
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // A later request still carrying the marker moves the expiry to at least TTL after it: the proxy's clock is
+    // moved on (no sleeping), and the refresh written in the background is waited for.
+    proxy.state.clock.advance(std::time::Duration::from_secs(2));
     let _ = send(&proxy, &items, "Bearer sk-ttl").await;
-    let later = ctxgate::store::unix_now();
-    let mut refreshed = first;
-    for _ in 0..50 {
-        refreshed = expiry().await;
-        if refreshed > first {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let later = proxy.state.clock.unix_now();
+    proxy.state.settled().await;
+    let refreshed = expiry().await;
     assert!(
         refreshed >= later + 600,
         "expiry {refreshed} not refreshed past {}",
