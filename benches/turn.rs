@@ -4,7 +4,10 @@
 //! Cases from the issues: a 2 MB transcript under the fold budget (target under 1 ms), a 2 MB transcript on a
 //! reused fold (target under 3 ms), and a 1 MB transcript of real tool outputs all compressed on earlier turns
 //! (target under 2 ms). `parse_only` is the floor: reading and re-writing the body with no stage.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -1,5 +1,9 @@
 //! The offline commands of the `ctxgate` binary, run as a user runs them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use std::process::Command;
 
@@ -178,8 +182,7 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
 /// server at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_probes_a_running_ctxgate() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let probe = |url: String| async move {
         tokio::task::spawn_blocking(move || {
             Command::new(env!("CARGO_BIN_EXE_ctxgate"))

@@ -1,6 +1,10 @@
 //! `context_expand` answered inside the proxy: the client sees one response (or one coherent stream) as if the
 //! model had never called a tool it does not know; the side endpoints serve the same originals per tenant.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -32,8 +36,7 @@ fn log_hash() -> String {
 
 #[tokio::test]
 async fn json_turn_with_an_expansion_returns_only_the_final_answer() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = post(&proxy, &conversation("mock-expand", false), "sk-a").await;
     assert_eq!(resp.status(), 200);
     let answer: Value = resp.json().await.unwrap();
@@ -85,8 +88,7 @@ async fn json_turn_with_an_expansion_returns_only_the_final_answer() {
 
 #[tokio::test]
 async fn an_unknown_hash_gets_the_miss_text_and_max_rounds_is_respected() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = post(&proxy, &conversation("mock-expand-unknown", false), "sk-a").await;
     assert_eq!(resp.status(), 200);
     let sent = turn_requests(&mock);
@@ -119,8 +121,7 @@ async fn an_unknown_hash_gets_the_miss_text_and_max_rounds_is_respected() {
 
 #[tokio::test]
 async fn a_mixed_round_drops_the_client_call_and_the_model_reissues() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = post(&proxy, &conversation("mock-expand-mixed", false), "sk-a").await;
     let answer: Value = resp.json().await.unwrap();
     let sent = turn_requests(&mock);
@@ -149,8 +150,7 @@ async fn a_mixed_round_drops_the_client_call_and_the_model_reissues() {
 
 #[tokio::test]
 async fn tenants_cannot_reach_each_others_originals() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     // Tenant A's turn stores the original.
     let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
         .await
@@ -237,8 +237,7 @@ async fn tenants_cannot_reach_each_others_originals() {
 
 #[tokio::test]
 async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let answer: Value = post(&proxy, &conversation("mock-expand", false), "sk-a")
         .await
         .json()
@@ -270,8 +269,7 @@ async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
 
 #[tokio::test]
 async fn injection_is_byte_identical_and_skipped_without_markers_or_with_tool_choice_none() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
         .await
         .bytes()
@@ -304,8 +302,7 @@ async fn injection_is_byte_identical_and_skipped_without_markers_or_with_tool_ch
 
 #[tokio::test]
 async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for model in ["mock-expand", "mock-expand-mixed"] {
         mock.state.clear();
         let resp = post(&proxy, &conversation(model, true), "sk-a").await;
@@ -397,8 +394,7 @@ fn without_members(text: &str, names: &[&str]) -> String {
 
 #[tokio::test]
 async fn a_json_turn_without_expansion_is_the_upstreams_answer_but_for_the_echo() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let client_body = conversation("mock-ok", false);
     let resp = post(&proxy, &client_body, "sk-a").await;
     assert_eq!(resp.status(), 200);
@@ -434,8 +430,7 @@ async fn a_json_turn_without_expansion_is_the_upstreams_answer_but_for_the_echo(
 
 #[tokio::test]
 async fn a_streamed_turn_offered_the_tool_reaches_the_client_event_by_event() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let mut resp = post(&proxy, &conversation("mock-slow", true), "sk-a").await;
     assert_eq!(resp.status(), 200);
     // mock-slow spaces 200 deltas: the first bytes must arrive while the upstream is still writing.
@@ -457,8 +452,7 @@ async fn a_streamed_turn_offered_the_tool_reaches_the_client_event_by_event() {
 
 #[tokio::test]
 async fn a_follow_up_round_is_folded_like_a_first_round() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let body = conversation("mock-expand", false);
     let send = |budget: usize| {
         let (url, body) = (proxy.v1("/responses"), body.to_string());
@@ -517,8 +511,7 @@ async fn a_follow_up_round_is_folded_like_a_first_round() {
 
 #[tokio::test]
 async fn a_turn_continuing_history_with_markers_is_offered_the_tool() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for (stream, store) in [(false, true), (true, true), (false, false)] {
         mock.state.clear();
         let mut first = conversation("mock-ok", stream);

@@ -1,6 +1,9 @@
 //! The stream stitcher against realistic multi-round SSE bodies: what the client
 //! sees must be one coherent response, whatever the chunking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 #[path = "expand_stitch/fixtures.rs"]
 mod fixtures;

@@ -1,7 +1,10 @@
 //! The fold through the running proxy, with `ctxgate-mock` upstream: a transcript growing turn by turn past the
 //! budget is folded by `/responses/compact` or a local summary call, the fold is reused byte-stably, re-folded,
 //! backed off after failures, survives a restart, and is made once for concurrent requests.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 

@@ -1,6 +1,9 @@
 //! Compression through the running proxy keeps the conversation's prefix byte-stable across turns — and across a
 //! restart — while every marker's original is safe in the store before the request carrying it leaves.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -220,10 +223,10 @@ async fn what_must_stay_verbatim_stays_verbatim() {
 
 #[tokio::test]
 async fn recent_outputs_and_turns_are_protected_when_configured() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.compress.protect_recent = Some(1);
-    let proxy = start_proxy_with(opts).await;
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.compress.protect_recent = Some(1);
+    })
+    .await;
     let log = corpus("cargo_build_vv.log");
     let grep = corpus("grep_fn_poll.txt");
     let long_reply = format!("Here is what I found:\n{}", corpus("dpkg_list.txt"));
@@ -253,8 +256,7 @@ async fn recent_outputs_and_turns_are_protected_when_configured() {
 
 #[tokio::test]
 async fn a_store_that_cannot_be_written_leaves_items_verbatim_and_the_turn_goes_on() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     proxy.state.store.close().await.unwrap();
     let mut items = vec![json!({"role":"user","content":"go"})];
     items.extend(tool_output(
@@ -285,8 +287,7 @@ async fn a_store_that_cannot_be_written_leaves_items_verbatim_and_the_turn_goes_
 
 #[tokio::test]
 async fn savings_are_counted_per_compression_and_per_wire_use() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let items = transcript(1);
     let first = send(&proxy, &items, "Bearer sk-s").await;
     let saved: u64 = first.headers()["x-ctxgate-saved-tokens"]
@@ -361,10 +362,10 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
 
 #[tokio::test]
 async fn a_compression_that_saves_too_little_is_not_applied() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.compress.min_saved_tokens = Some(1_000_000);
-    let proxy = start_proxy_with(opts).await;
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.compress.min_saved_tokens = Some(1_000_000);
+    })
+    .await;
     let items = transcript(1);
     let resp = send(&proxy, &items, "Bearer sk-small").await;
     assert_eq!(resp.headers()["x-ctxgate-compressed"], "0");

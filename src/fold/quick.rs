@@ -63,7 +63,6 @@ pub fn quick_plan(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::fold::{Plan, chain, plan};
     use serde_json::json;

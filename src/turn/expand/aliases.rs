@@ -133,7 +133,10 @@ async fn flush(records: &Records, pending: &Mutex<Pending>) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
 
     #[tokio::test(start_paused = true)]
