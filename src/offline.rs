@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::expand::resolve::{self, ExpandArgs};
-use crate::expand::suggest::SuggestionBook;
 use crate::expand::window;
 use crate::store::records::{
-    SUGGESTIONS_KEY, SavingsTotals, TOTALS_KEY, TOTALS_TENANT, decode_original, get_json,
+    SUGGESTIONS_KEY, SavingsTotals, SuggestionBook, TOTALS_KEY, TOTALS_TENANT, decode,
+    decode_original, get_json,
 };
 use crate::store::redb::RedbStore;
 use crate::store::{Namespace, Store, StoreError, unix_now};
@@ -123,8 +123,7 @@ pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats,
         .map_err(OfflineError::Store)?
     {
         if key == SUGGESTIONS_KEY {
-            let mut book: SuggestionBook =
-                serde_json::from_slice(&record.value).unwrap_or_default();
+            let mut book: SuggestionBook = decode(&record).unwrap_or_default();
             book.set_known_patterns(known_patterns);
             tenants.entry(tenant).or_default().suggestions = book.suggestions();
         }

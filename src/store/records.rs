@@ -178,10 +178,7 @@ impl Records {
             .store
             .scan_prefix(ns, tenant, prefix, limit, self.now())
             .await?;
-        Ok(rows
-            .iter()
-            .filter_map(|(_, r)| serde_json::from_slice(&r.value).ok())
-            .collect())
+        Ok(rows.iter().filter_map(|(_, r)| decode(r)).collect())
     }
 
     /// Writes `value` and waits until it is durable; the write itself runs on the tracked task set, so it
@@ -225,6 +222,28 @@ impl Records {
                 tracing::warn!(error = %e, namespace = ns.as_str(), "could not store {what}");
             }
         });
+    }
+
+    /// Writes several records of one namespace in one transaction (where the backend has them), all with the same
+    /// expiry; values that do not encode are skipped and logged.
+    pub async fn put_many_json<T: Serialize>(
+        &self,
+        ns: Namespace,
+        rows: Vec<(String, String, T)>,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        let records = rows
+            .into_iter()
+            .filter_map(|(tenant, key, value)| match serde_json::to_vec(&value) {
+                Ok(value) => Some((tenant, key, Record { value, created_at: now, expires_at })),
+                Err(e) => {
+                    tracing::warn!(error = %e, namespace = ns.as_str(), "could not encode a record");
+                    None
+                }
+            })
+            .collect();
+        self.store.put_many(ns, records).await
     }
 
     /// Moves the expiry of live records forward in the background; a failure is logged with `what`.
@@ -313,7 +332,12 @@ pub async fn get_json<T: DeserializeOwned>(
     Ok(store
         .get(ns, tenant, key, now)
         .await?
-        .and_then(|r| serde_json::from_slice(&r.value).ok()))
+        .and_then(|r| decode(&r)))
+}
+
+/// A stored record read as `T`; `None` when it is not one (another format, or corrupt).
+pub fn decode<T: DeserializeOwned>(record: &Record) -> Option<T> {
+    serde_json::from_slice(&record.value).ok()
 }
 
 /// Reads an original back from any store (expansion, the CLI, tests).

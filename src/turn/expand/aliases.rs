@@ -15,7 +15,7 @@ use std::time::Duration;
 
 pub use crate::store::records::Alias;
 use crate::store::records::{ALIAS_TTL_SECS, Records};
-use crate::store::{Namespace, Record, StoreError};
+use crate::store::{Namespace, StoreError};
 /// How long the first alias of a batch waits for others before the batch is written.
 const BATCH_WINDOW: Duration = Duration::from_millis(50);
 
@@ -106,21 +106,16 @@ async fn flush(records: &Records, pending: &Mutex<Pending>) {
         pending.writing.extend(batch.clone());
         batch
     };
-    let now = records.now();
-    let rows: Vec<(String, String, Record)> = batch
+    let count = batch.len();
+    let rows = batch
         .iter()
-        .filter_map(|((tenant, key), alias)| {
-            let value = serde_json::to_vec(alias).ok()?;
-            let record = Record {
-                value,
-                created_at: now,
-                expires_at: Some(now + ALIAS_TTL_SECS),
-            };
-            Some((tenant.clone(), key.clone(), record))
-        })
+        .map(|((tenant, key), alias)| (tenant.clone(), key.clone(), alias))
         .collect();
-    let count = rows.len();
-    if let Err(e) = records.store().put_many(Namespace::Aliases, rows).await {
+    let expires = Some(records.now() + ALIAS_TTL_SECS);
+    if let Err(e) = records
+        .put_many_json(Namespace::Aliases, rows, expires)
+        .await
+    {
         tracing::warn!(error = %e, count, "could not store response-id aliases");
     }
     let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
