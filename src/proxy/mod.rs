@@ -53,6 +53,12 @@ impl UpstreamWait {
     }
 }
 
+/// The path and query of a client's request, as the upstream URL takes them.
+pub fn path_and_query(uri: &axum::http::Uri) -> String {
+    uri.path_and_query()
+        .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string())
+}
+
 /// One request on its way upstream.
 pub struct Outbound<'a> {
     pub method: Method,

@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 
 use super::auth::Caller;
 use super::error::ProxyError;
-use super::{Outbound, UpstreamWait, forward, relay, route_label};
+use super::{Outbound, UpstreamWait, forward, path_and_query, relay, route_label};
 use crate::state::AppState;
 
 /// Forwards the request; the edge has authenticated it (the [`Caller`]) and times it (the [`UpstreamWait`]).
@@ -31,11 +31,7 @@ pub async fn handle(
     let (parts, body) = request.into_parts();
     let method = parts.method.clone();
     let route = route_label(&method, parts.uri.path());
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| parts.uri.path().to_string());
+    let path_and_query = path_and_query(&parts.uri);
     let limit = state.config.max_body_bytes;
     let declared = parts
         .headers

@@ -21,7 +21,7 @@ use super::expand::rounds;
 use super::stage::run_stages;
 use crate::proxy::auth::Caller;
 use crate::proxy::error::ProxyError;
-use crate::proxy::{Outbound, UpstreamWait, forward, relay};
+use crate::proxy::{Outbound, UpstreamWait, forward, path_and_query, relay};
 use crate::responses::RequestBody;
 use crate::state::AppState;
 
@@ -37,11 +37,7 @@ pub async fn handle(
     let (parts, body) = request.into_parts();
     let bytes = read_body(body, &parts.headers, state.config.max_body_bytes).await?;
     let request_id = state.next_request_id();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/v1/responses".to_string());
+    let path_and_query = path_and_query(&parts.uri);
     let (outgoing, response_headers) = if has_content_encoding(&parts.headers) {
         (bytes, Vec::new())
     } else {
