@@ -291,13 +291,17 @@ impl Records {
             .await
     }
 
-    /// Reads an original back (for expansion).
+    /// Reads an original back (for expansion), live at this clock's now.
     pub async fn load_original(
         &self,
         tenant: &str,
         hash: &str,
     ) -> Result<Option<(OriginalMeta, String)>, StoreError> {
-        load_original(self.store.as_ref(), tenant, hash).await
+        Ok(self
+            .store
+            .get(Namespace::Originals, tenant, hash, self.now())
+            .await?
+            .and_then(|r| decode_original(&r.value)))
     }
 
     async fn put_bytes_durably(

@@ -36,7 +36,7 @@ impl FaultKind {
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
     /// An internal fault: the turn goes on without this stage's change.
-    #[error("{kind:?}: {message}", kind = .kind.as_str())]
+    #[error("{}: {message}", .kind.as_str())]
     Fault { kind: FaultKind, message: String },
     /// The stage must fail the turn with this error.
     #[error(transparent)]

@@ -177,7 +177,9 @@ impl Stage for FoldStage {
             return Ok(());
         }
         let tenant = turn.tenant().to_string();
-        // Routine turns (within budget, or on a stored fold) are decided from cached item facts, unparsed.
+        // Routine turns (within budget, or on a stored fold) are decided from cached item facts, unparsed. The
+        // records read for that are kept for the full plan, so a turn reads them once.
+        let mut loaded = None;
         let facts = turn.body.items().and_then(|items| self.facts.facts(items));
         if let Some(facts) = facts.as_ref().filter(|f| !f.is_empty()) {
             let anchor_key = turn.anchor_key(facts.first().map(|f| &f.digest));
@@ -185,8 +187,10 @@ impl Stage for FoldStage {
             let quick = if within_budget(bytes, fold::Estimator::Bytes, config.budget).is_some() {
                 fold::quick_plan(facts, &[], &config)
             } else {
-                let (folds, _) = records::load(&self.records, &tenant, &anchor_key).await?;
-                fold::quick_plan(facts, &folds, &config)
+                let (folds, failed) = records::load(&self.records, &tenant, &anchor_key).await?;
+                let quick = fold::quick_plan(facts, &folds, &config);
+                loaded = Some((folds, failed));
+                quick
             };
             if let Some(result) = quick {
                 self.finish(turn, &anchor_key, result);
@@ -211,7 +215,10 @@ impl Stage for FoldStage {
             upstream: &self.upstream,
             identity: turn.caller.identity_headers(&turn.client_headers),
         };
-        let (folds, failed) = records::load(&self.records, &tenant, &anchor_key).await?;
+        let (folds, failed) = match loaded {
+            Some(loaded) => loaded,
+            None => records::load(&self.records, &tenant, &anchor_key).await?,
+        };
         let input = fold::FoldInput {
             items: &items,
             model: &model,
