@@ -1,6 +1,9 @@
 //! The cost of the expand path's stream stitcher on a one-round SSE answer (the common case once a turn carries a
 //! marker): parse every event, renumber, strip the injected tool from echoed response objects.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxgate::expand::stitch::Stitcher;

@@ -4,14 +4,18 @@
 //! Cases from the issues: a 2 MB transcript under the fold budget (target under 1 ms), a 2 MB transcript on a
 //! reused fold (target under 3 ms), and a 1 MB transcript of real tool outputs all compressed on earlier turns
 //! (target under 2 ms). `parse_only` is the floor: reading and re-writing the body with no stage.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ctxgate::config::Config;
 use ctxgate::config::raw::RawConfig;
-use ctxgate::proxy::turn::{Turn, run_stages};
 use ctxgate::responses::RequestBody;
+use ctxgate::turn::Turn;
+use ctxgate::turn::stage::run_stages;
 use serde_json::{Value, json};
 
 /// A Codex-like transcript of about `bytes` bytes: developer prompt, task, then small build-log exchanges
@@ -109,15 +113,11 @@ async fn run_turn(rig: &Rig, body: &Bytes) -> (Bytes, Vec<(String, String)>) {
     let mut headers = axum::http::HeaderMap::new();
     headers.insert("authorization", "Bearer sk-bench".parse().unwrap());
     let caller = state.credentials.authenticate(&headers).unwrap();
-    let mut turn = Turn {
-        request_id: "bench".into(),
-        caller,
-        body: RequestBody::parse(body.clone()).unwrap(),
-        client_headers: headers,
-        response_headers: Vec::new(),
-        expand_active: false,
-    };
-    run_stages(&state.stages, &mut turn, |_| {}).await.unwrap();
+    let body = RequestBody::parse(body.clone()).unwrap();
+    let mut turn = Turn::new("bench".into(), caller, body, headers);
+    run_stages(&state.stages, &mut turn, &state.metrics)
+        .await
+        .unwrap();
     let headers = turn
         .response_headers
         .iter()

@@ -1,11 +1,18 @@
 //! ctxgate: a reverse proxy in front of OpenAI-style Responses APIs that keeps agent transcripts small.
 //!
-//! [`App::build`] turns a checked [`config::Config`] into the shared state every request uses (upstream client,
-//! credentials, store, metrics, pipeline stages); [`App::serve`] runs it until a shutdown signal. The binary in
-//! `main.rs` is only argument parsing around these two calls.
+//! [`App::build`] turns a checked [`config::Config`] into the shared state every request uses ([`state`]: upstream
+//! client, credentials, store, metrics, the turn's stages, the clock); [`App::serve`] runs it until a shutdown
+//! signal ([`server`]). The binary in `main.rs` is only argument parsing around these two calls.
+//!
+//! A request crosses, in order: [`edge`] (route table, authentication, metrics) → [`turn`] for `POST
+//! /v1/responses` (its stages `compress`, `fold`, `expand`, each over the pure cores [`ctxzip`], [`fold`],
+//! [`expand`] and [`responses`]) or [`proxy::passthrough`] for any other `/v1/` route → [`proxy`] (the upstream
+//! client, forward and relay). What is remembered goes through [`store::records`].
 
+pub mod clock;
 pub mod config;
 pub mod ctxzip;
+pub mod edge;
 pub mod expand;
 pub mod fold;
 pub mod mock;
@@ -14,43 +21,15 @@ pub mod proxy;
 pub mod report;
 pub mod responses;
 pub mod server;
+pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod turn;
 
 use std::future::Future;
 use std::sync::Arc;
 
-use config::Config;
-use proxy::auth::Credentials;
-use proxy::compress::CompressStage;
-use proxy::error::ProxyError;
-use proxy::expand::Expander;
-use proxy::expand::inject::InjectStage;
-use proxy::fold::FoldStage;
-use proxy::turn::Stage;
-use proxy::upstream::Upstream;
-use server::AppState;
-use store::StoreError;
-use store::redb::RedbStore;
-use telemetry::Metrics;
-
-/// Why ctxgate could not start. Each names what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    #[error(transparent)]
-    Config(#[from] config::ConfigError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("upstream.api_key_env names {0}, but that environment variable is not set")]
-    MissingUpstreamKey(String),
-    #[error(transparent)]
-    Proxy(#[from] ProxyError),
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        source: std::io::Error,
-    },
-}
+pub use state::{AppState, StartupError};
 
 /// A built ctxgate, ready to serve.
 pub struct App {
@@ -58,60 +37,14 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the shared state: opens the store, prepares the upstream client and credentials. `env` supplies the
-    /// proxy-held upstream key when `[upstream] api_key_env` is set.
-    pub fn build(config: Config, env: &dyn config::env::EnvSource) -> Result<App, StartupError> {
-        let credentials = match &config.upstream.api_key_env {
-            None => Credentials::forward(),
-            Some(var) => {
-                let key = env
-                    .var(var)
-                    .filter(|k| !k.trim().is_empty())
-                    .ok_or_else(|| StartupError::MissingUpstreamKey(var.clone()))?;
-                Credentials::proxy_held(&key, &config.auth.keys)?
-            }
-        };
-        let upstream = Upstream::new(&config.upstream)?;
-        let store: Arc<dyn store::Store> = Arc::new(RedbStore::open(&config.store_path)?);
-        let metrics = Arc::new(Metrics::new());
-        let tasks = tokio_util::task::TaskTracker::new();
-        let expander = Arc::new(Expander::new(
-            config.expand.clone(),
-            config.compress.ttl.as_secs(),
-            store.clone(),
-            metrics.clone(),
-            tasks.clone(),
-        ));
-        // The turn's stages, in order: compress first (fold weighs the compressed transcript), then fold, then the
-        // expand tool is offered if the outgoing input carries a marker.
-        let stages: Vec<Arc<dyn Stage>> = vec![
-            Arc::new(CompressStage::new(
-                config.compress.clone(),
-                store.clone(),
-                metrics.clone(),
-                tasks.clone(),
-            )),
-            Arc::new(FoldStage::new(
-                config.fold.clone(),
-                store.clone(),
-                upstream.clone(),
-                metrics.clone(),
-                tasks.clone(),
-            )),
-            Arc::new(InjectStage::new(expander.clone())),
-        ];
-        let state = AppState::new(server::StateParts {
-            config: Arc::new(config),
-            upstream,
-            credentials,
-            store,
-            metrics,
-            expander,
-            stages,
-            tasks,
-        });
+    /// Builds the shared state (see [`AppState::build`]). `env` supplies the proxy-held upstream key when
+    /// `[upstream] api_key_env` is set.
+    pub fn build(
+        config: config::Config,
+        env: &dyn config::env::EnvSource,
+    ) -> Result<App, StartupError> {
         Ok(App {
-            state: Arc::new(state),
+            state: Arc::new(AppState::build(config, env)?),
         })
     }
 

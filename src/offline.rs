@@ -8,14 +8,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::expand::resolve::{self, ExpandArgs};
-use crate::expand::suggest::SuggestionBook;
 use crate::expand::window;
-use crate::proxy::expand::SUGGESTIONS_KEY;
-use crate::proxy::originals::decode_original;
-use crate::server::{TOTALS_KEY, TOTALS_TENANT};
+use crate::store::records::{
+    SUGGESTIONS_KEY, SavingsTotals, SuggestionBook, TOTALS_KEY, TOTALS_TENANT, decode,
+    decode_original, get_json,
+};
 use crate::store::redb::RedbStore;
 use crate::store::{Namespace, Store, StoreError, unix_now};
-use crate::telemetry::SavingsTotals;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OfflineError {
@@ -103,12 +102,11 @@ pub struct StoreStats {
 pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats, OfflineError> {
     let store = open(path)?;
     let now = unix_now();
-    let totals = store
-        .get(Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, now)
-        .await
-        .map_err(OfflineError::Store)?
-        .and_then(|r| serde_json::from_slice(&r.value).ok())
-        .unwrap_or_default();
+    let totals: SavingsTotals =
+        get_json(&store, Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, now)
+            .await
+            .map_err(OfflineError::Store)?
+            .unwrap_or_default();
     let mut tenants: BTreeMap<String, TenantStats> = BTreeMap::new();
     for (tenant, _, record) in store
         .scan_all(Namespace::Originals, now)
@@ -125,8 +123,7 @@ pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats,
         .map_err(OfflineError::Store)?
     {
         if key == SUGGESTIONS_KEY {
-            let mut book: SuggestionBook =
-                serde_json::from_slice(&record.value).unwrap_or_default();
+            let mut book: SuggestionBook = decode(&record).unwrap_or_default();
             book.set_known_patterns(known_patterns);
             tenants.entry(tenant).or_default().suggestions = book.suggestions();
         }

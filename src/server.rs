@@ -1,145 +1,23 @@
-//! The HTTP server: shared state, the route table, the layer stack, and a graceful lifecycle.
+//! The server's lifecycle: one worker per core, the store sweeper, and a graceful shutdown.
 //!
-//! Routes are a table: the open ones (`/healthz`, `/readyz`, `/metrics`) need no credential; `POST /v1/responses`
-//! runs the turn pipeline; every other `/v1/` route is passed through. Shutdown on SIGINT/SIGTERM stops accepting,
-//! lets in-flight requests finish (up to `shutdown_grace_secs`), waits for durable background work, then closes the
-//! store cleanly.
+//! The route table and its layers are [`crate::edge`]; the shared state is [`crate::state`]. Shutdown on
+//! SIGINT/SIGTERM stops accepting, lets in-flight requests finish (up to `shutdown_grace_secs`), waits for durable
+//! background work, then closes the store cleanly.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
-use tokio_util::task::TaskTracker;
 
-use crate::config::Config;
-use crate::proxy::auth::Credentials;
-use crate::proxy::expand::{Expander, endpoints};
-use crate::proxy::turn::Stage;
-use crate::proxy::upstream::Upstream;
-use crate::proxy::{passthrough, responses};
-use crate::store::{Namespace, Store, unix_now};
-use crate::telemetry::Metrics;
+use crate::edge::router;
+use crate::state::AppState;
+use crate::store::Namespace;
+use crate::store::records::{SavingsTotals, TOTALS_KEY, TOTALS_TENANT, get_json};
 
 /// How often expired records are swept from the store.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Everything a request handler may use, passed explicitly; there is no global mutable state.
-pub struct AppState {
-    pub config: Arc<Config>,
-    pub upstream: Upstream,
-    pub credentials: Credentials,
-    pub store: Arc<dyn Store>,
-    pub metrics: Arc<Metrics>,
-    /// Answers `context_expand` calls (in the turn loop and on the side endpoints).
-    pub expander: Arc<Expander>,
-    /// The `/v1/responses` stages, in order.
-    pub stages: Vec<Arc<dyn Stage>>,
-    /// Durable work (store writes, counters) that must finish even when the client hangs up; shutdown waits for it.
-    pub tasks: TaskTracker,
-    request_counter: AtomicU64,
-    instance: u64,
-}
-
-/// What [`AppState`] is built from.
-pub struct StateParts {
-    pub config: Arc<Config>,
-    pub upstream: Upstream,
-    pub credentials: Credentials,
-    pub store: Arc<dyn Store>,
-    pub metrics: Arc<Metrics>,
-    pub expander: Arc<Expander>,
-    pub stages: Vec<Arc<dyn Stage>>,
-    pub tasks: TaskTracker,
-}
-
-impl AppState {
-    pub fn new(parts: StateParts) -> AppState {
-        let instance = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        let StateParts {
-            config,
-            upstream,
-            credentials,
-            store,
-            metrics,
-            expander,
-            stages,
-            tasks,
-        } = parts;
-        AppState {
-            config,
-            upstream,
-            credentials,
-            store,
-            metrics,
-            expander,
-            stages,
-            tasks,
-            request_counter: AtomicU64::new(0),
-            instance,
-        }
-    }
-
-    /// A request id unique within this process and very likely across restarts.
-    pub fn next_request_id(&self) -> String {
-        let n = self.request_counter.fetch_add(1, Ordering::Relaxed);
-        format!("req_{:08x}{:06x}", self.instance & 0xffff_ffff, n)
-    }
-}
-
-/// The route table and layer stack.
-///
-/// Layers, outermost first:
-/// 1. `TraceLayer` — one span per request for the logs (at debug level).
-pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/v1/responses", post(responses::handle))
-        .route("/v1/ctxzip/stats", get(endpoints::stats))
-        .route("/v1/ctxzip/expand", post(endpoints::post_expand))
-        .route("/v1/ctxzip/{hash}", get(endpoints::get_original))
-        .fallback(passthrough::handle)
-        .with_state(state)
-        .layer(tower_http::trace::TraceLayer::new_for_http())
-}
-
-async fn healthz() -> &'static str {
-    "ok\n"
-}
-
-async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("store unavailable: {e}\n"),
-        )
-            .into_response(),
-    }
-}
-
-async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
-        .into_response()
-}
 
 /// Serves until `shutdown` resolves, then drains: in-flight requests get `shutdown_grace` to finish, tracked
 /// background work is awaited, and the store is closed.
@@ -334,7 +212,7 @@ fn spawn_sweeper(
             if *stop.borrow() {
                 return;
             }
-            match state.store.sweep_expired(unix_now()).await {
+            match state.store.sweep_expired(state.clock.unix_now()).await {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(removed = n, "swept expired records"),
                 Err(e) => tracing::warn!(error = %e, "store sweep failed"),
@@ -357,41 +235,35 @@ fn spawn_sweeper(
     })
 }
 
-/// Where the savings totals are kept across restarts (Counters namespace, no tenant: they are the instance's).
-pub const TOTALS_TENANT: &str = "";
-pub const TOTALS_KEY: &str = "savings_totals";
-
 /// Continues the savings totals of earlier runs.
 async fn restore_totals(state: &AppState) {
-    match state
-        .store
-        .get(Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, unix_now())
-        .await
-    {
-        Ok(Some(r)) => {
-            if let Ok(earlier) = serde_json::from_slice::<crate::telemetry::SavingsTotals>(&r.value)
-            {
-                state.metrics.savings.add(&earlier);
-            }
-        }
+    let now = state.clock.unix_now();
+    let read = get_json::<SavingsTotals>(
+        state.store.as_ref(),
+        Namespace::Counters,
+        TOTALS_TENANT,
+        TOTALS_KEY,
+        now,
+    );
+    match read.await {
+        Ok(Some(earlier)) => state.metrics.savings.add(&earlier),
         Ok(None) => {}
         Err(e) => tracing::warn!(error = %e, "could not read the savings totals of earlier runs"),
     }
 }
 
+/// Writes the savings totals, durably (the sweeper does it each round, shutdown once more at the end).
 async fn persist_totals(state: &AppState) {
     let totals = state.metrics.savings.totals();
-    let Ok(value) = serde_json::to_vec(&totals) else {
-        return;
-    };
-    let record = crate::store::Record {
-        value,
-        created_at: unix_now(),
-        expires_at: None,
-    };
     if let Err(e) = state
-        .store
-        .put(Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, record)
+        .records
+        .put_json_durably(
+            Namespace::Counters,
+            TOTALS_TENANT,
+            TOTALS_KEY,
+            &totals,
+            None,
+        )
         .await
     {
         tracing::warn!(error = %e, "could not store the savings totals");

@@ -3,7 +3,10 @@
 //! Every request is counted by route and status; the time spent waiting for the upstream and the time spent in
 //! ctxgate itself (parse, stages, serialize, header handling — everything but the upstream wait) are separate
 //! histograms, so an operator can see at a glance whether the proxy or the model is slow. Internal faults of the
-//! stages are counted under a low-cardinality label: they fail open, and this counter is how they are noticed.
+//! stages are counted under low-cardinality labels (stage and fault kind): they fail open, and this counter is how
+//! they are noticed. The audit events that pair with the metrics are in [`audit`].
+
+pub mod audit;
 
 use std::time::Duration;
 
@@ -30,6 +33,8 @@ pub struct RouteLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct FaultLabels {
     pub stage: &'static str,
+    /// What failed: `store`, `upstream`, `parse`.
+    pub kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -276,9 +281,9 @@ impl Metrics {
             .observe(spent.as_secs_f64());
     }
 
-    pub fn stage_fault(&self, stage: &'static str) {
+    pub fn stage_fault(&self, stage: &'static str, kind: &'static str) {
         self.stage_faults
-            .get_or_create(&FaultLabels { stage })
+            .get_or_create(&FaultLabels { stage, kind })
             .inc();
     }
 

@@ -10,7 +10,11 @@
 //! so they cannot pass without ctxgate's stages. The tools come from `.ci/run` (npm `@openai/codex`, pinned) and
 //! `scripts/test.sh` (`openai-agents` in `.venv`); outside CI (`CI` unset) a missing tool skips the test loudly,
 //! under CI it fails it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -228,8 +232,7 @@ async fn codex_cli_exec_through_ctxgate() {
         );
         return;
     };
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let base_url = format!("{}/v1", proxy.url);
 
     let (codex2, config) = (codex.clone(), codex_config(&base_url, ""));
@@ -358,8 +361,7 @@ async fn openai_agents_sdk_through_ctxgate() {
         );
         return;
     };
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let base_url = format!("{}/v1", proxy.url);
 
     // A fold budget of 3000 estimated tokens: every turn after the first tool output is over it.

@@ -1,5 +1,9 @@
 //! The offline commands of the `ctxgate` binary, run as a user runs them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use std::process::Command;
 
@@ -109,26 +113,17 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
             .unwrap();
         assert_eq!(expanded.status(), 200);
     }
-    // Suggestions are written in the background; give them a moment.
-    let mut stats = serde_json::Value::Null;
-    for _ in 0..50 {
-        stats = client()
-            .get(proxy.v1("/ctxzip/stats"))
-            .header("authorization", "Bearer sk-cli")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if stats["suggestions"]
-            .as_array()
-            .is_some_and(|s| !s.is_empty())
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Suggestions are written in the background: wait for that work to finish.
+    proxy.state.settled().await;
+    let stats: serde_json::Value = client()
+        .get(proxy.v1("/ctxzip/stats"))
+        .header("authorization", "Bearer sk-cli")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let suggestions = stats["suggestions"].as_array().unwrap();
     assert!(
         suggestions
@@ -187,8 +182,7 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
 /// server at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_probes_a_running_ctxgate() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let probe = |url: String| async move {
         tokio::task::spawn_blocking(move || {
             Command::new(env!("CARGO_BIN_EXE_ctxgate"))

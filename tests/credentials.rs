@@ -1,5 +1,9 @@
 //! Who may call, and which key goes upstream: forwarded client keys, or the proxy-held key.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -92,8 +96,7 @@ async fn missing_upstream_key_variable_is_a_startup_error() {
 
 #[tokio::test]
 async fn forwarded_credential_derives_distinct_tenants_and_never_logs_the_key() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let a = proxy.state.credentials.authenticate(&{
         let mut h = axum::http::HeaderMap::new();
         h.insert("authorization", "Bearer sk-aaa".parse().unwrap());

@@ -1,9 +1,12 @@
 //! Always reversible through the store: whatever ctxzip compresses, the original stored under the marker's hash (as
 //! the compress stage stores it, in the real redb file) comes back byte for byte.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use ctxgate::ctxzip::{self, Options};
-use ctxgate::proxy::originals::{OriginalMeta, RECORD_VERSION, decode_original, encode_original};
+use ctxgate::store::records::{OriginalMeta, RECORD_VERSION, decode_original, encode_original};
 use ctxgate::store::redb::RedbStore;
 use ctxgate::store::{Namespace, Record, Store};
 use proptest::prelude::*;

@@ -2,7 +2,10 @@
 //! the upstream much smaller with every traceback and verdict line intact; text that only resembles a marker is
 //! left alone; the side endpoint returns whole originals; and each output is decided once per conversation — a
 //! small saving waits until the conversation already pays for the expand tool, and a verbatim decision holds.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -60,8 +63,7 @@ fn failing_pytest_log() -> String {
 
 #[tokio::test]
 async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let log = failing_pytest_log();
     assert!(log.len() > 300_000);
     let body = json!({
@@ -106,8 +108,7 @@ async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
 
 #[tokio::test]
 async fn text_that_resembles_a_marker_reaches_the_upstream_unchanged() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let body = r#"{"model":"mock-ok","input":[{"role":"user","content":"What does <<ctxzip:zzzz>> or <<ctxzip:abcdef>> mean?"}],"tools":[{"type":"function","name":"shell","parameters":{}}]}"#;
     let resp = client()
         .post(proxy.v1("/responses"))
@@ -124,8 +125,7 @@ async fn text_that_resembles_a_marker_reaches_the_upstream_unchanged() {
 
 #[tokio::test]
 async fn the_side_endpoint_returns_the_whole_original() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let log = failing_pytest_log();
     let body = json!({
         "model": "mock-ok",

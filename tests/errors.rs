@@ -1,5 +1,8 @@
 //! ctxgate's own errors: the right status, in the OpenAI error shape, and never an upstream call it should not make.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -16,10 +19,10 @@ async fn error_of(resp: reqwest::Response) -> (u16, serde_json::Value) {
 
 #[tokio::test]
 async fn over_max_body_bytes_is_413_on_every_route() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.server.max_body_bytes = Some(1000);
-    let proxy = start_proxy_with(opts).await;
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.server.max_body_bytes = Some(1000);
+    })
+    .await;
     let big = "x".repeat(5000);
     let body = format!("{{\"model\":\"mock-ok\",\"input\":\"{big}\"}}");
     let (status, v) = error_of(
@@ -109,10 +112,10 @@ async fn unreachable_upstream_is_502() {
 
 #[tokio::test]
 async fn slow_upstream_is_504_after_the_read_timeout() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.upstream.read_timeout_ms = Some(200);
-    let proxy = start_proxy_with(opts).await;
+    let (_mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.upstream.read_timeout_ms = Some(200);
+    })
+    .await;
     let started = std::time::Instant::now();
     let (status, v) = error_of(
         client()
@@ -131,11 +134,11 @@ async fn slow_upstream_is_504_after_the_read_timeout() {
 #[tokio::test]
 async fn a_stream_is_not_cut_for_its_total_length() {
     // read timeout shorter than the whole stream, idle timeout longer than any gap: the stream completes.
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.upstream.read_timeout_ms = Some(1000);
-    opts.raw.upstream.stream_idle_timeout_ms = Some(1000);
-    let proxy = start_proxy_with(opts).await;
+    let (_mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.upstream.read_timeout_ms = Some(1000);
+        opts.raw.upstream.stream_idle_timeout_ms = Some(1000);
+    })
+    .await;
     let text = client()
         .post(proxy.v1("/responses"))
         .body(responses_body("mock-slow", true))

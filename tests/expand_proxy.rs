@@ -1,39 +1,22 @@
 //! `context_expand` answered inside the proxy: the client sees one response (or one coherent stream) as if the
 //! model had never called a tool it does not know; the side endpoints serve the same originals per tenant.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
+#[path = "expand_proxy/harness.rs"]
+mod harness;
 
 use common::*;
+use harness::*;
 use serde_json::{Value, json};
-
-/// A conversation whose tool output will be compressed (so the input carries a marker).
-fn conversation(model: &str, stream: bool) -> Value {
-    json!({
-        "model": model,
-        "stream": stream,
-        "prompt_cache_key": "expand-thread",
-        "tools": [{"type":"function","name":"shell","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}],
-        "input": [
-            {"role":"user","content":"What failed in the build?"},
-            {"type":"function_call","call_id":"c1","name":"shell","arguments":"{\"cmd\":\"cargo build -vv\"}"},
-            {"type":"function_call_output","call_id":"c1","output": corpus("cargo_build_vv.log")}
-        ]
-    })
-}
-
-async fn post(proxy: &Proxy, body: &Value, key: &str) -> reqwest::Response {
-    post_responses(proxy, body, key).await
-}
-
-fn log_hash() -> String {
-    ctxgate::ctxzip::hash_of(&corpus("cargo_build_vv.log"))
-}
 
 #[tokio::test]
 async fn json_turn_with_an_expansion_returns_only_the_final_answer() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = post(&proxy, &conversation("mock-expand", false), "sk-a").await;
     assert_eq!(resp.status(), 200);
     let answer: Value = resp.json().await.unwrap();
@@ -85,8 +68,7 @@ async fn json_turn_with_an_expansion_returns_only_the_final_answer() {
 
 #[tokio::test]
 async fn an_unknown_hash_gets_the_miss_text_and_max_rounds_is_respected() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = post(&proxy, &conversation("mock-expand-unknown", false), "sk-a").await;
     assert_eq!(resp.status(), 200);
     let sent = turn_requests(&mock);
@@ -119,8 +101,7 @@ async fn an_unknown_hash_gets_the_miss_text_and_max_rounds_is_respected() {
 
 #[tokio::test]
 async fn a_mixed_round_drops_the_client_call_and_the_model_reissues() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = post(&proxy, &conversation("mock-expand-mixed", false), "sk-a").await;
     let answer: Value = resp.json().await.unwrap();
     let sent = turn_requests(&mock);
@@ -148,97 +129,8 @@ async fn a_mixed_round_drops_the_client_call_and_the_model_reissues() {
 }
 
 #[tokio::test]
-async fn tenants_cannot_reach_each_others_originals() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
-    // Tenant A's turn stores the original.
-    let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
-        .await
-        .bytes()
-        .await;
-    let hash = log_hash();
-    let get = |key: &'static str, path: String| {
-        let url = proxy.v1(&path);
-        async move {
-            client()
-                .get(url)
-                .header("authorization", format!("Bearer {key}"))
-                .send()
-                .await
-                .unwrap()
-        }
-    };
-    let own = get("sk-a", format!("/ctxzip/{hash}")).await;
-    assert_eq!(own.status(), 200);
-    let text = own.text().await.unwrap();
-    assert!(corpus("cargo_build_vv.log").starts_with(text.split("\n[ctxzip: ").next().unwrap()));
-    let other = get("sk-b", format!("/ctxzip/{hash}")).await;
-    assert_eq!(other.status(), 404);
-    let v: Value = other.json().await.unwrap();
-    assert_eq!(v["error"]["code"], "original_not_found");
-    // A unique prefix of 6 works; with a query only matching lines come back.
-    let prefix = get("sk-a", format!("/ctxzip/{}", &hash[..6].to_uppercase())).await;
-    assert_eq!(prefix.status(), 200);
-    let grep = get("sk-a", format!("/ctxzip/{hash}?query=openssl"))
-        .await
-        .text()
-        .await
-        .unwrap();
-    assert!(grep.to_lowercase().contains("openssl"));
-    let posted = client()
-        .post(proxy.v1("/ctxzip/expand"))
-        .header("authorization", "Bearer sk-a")
-        .body(
-            json!({"hash": format!("<<ctxzip:{hash} 5_lines_offloaded>>"), "limit": 100})
-                .to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(posted.status(), 200);
-    let v: Value = posted.json().await.unwrap();
-    assert_eq!(v["hash"], hash);
-    let posted_b = client()
-        .post(proxy.v1("/ctxzip/expand"))
-        .header("authorization", "Bearer sk-b")
-        .body(json!({"hash": hash}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(posted_b.status(), 404);
-
-    // In the loop too: tenant B's model asking for A's hash gets the miss text.
-    mock.state.clear();
-    let mut body = conversation("mock-expand", false);
-    body["input"][2]["output"] = json!(format!(
-        "<<ctxzip:{hash} 9_lines_offloaded>> copied from elsewhere"
-    ));
-    let _ = post(&proxy, &body, "sk-b").await.bytes().await;
-    let sent = turn_requests(&mock);
-    assert_eq!(sent.len(), 2);
-    let answer = sent[1]["input"].as_array().unwrap().last().unwrap()["output"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        answer.contains("expired") || answer.contains("never existed"),
-        "{answer}"
-    );
-
-    let stats: Value = get("sk-a", "/ctxzip/stats".into())
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert!(stats["totals"]["expansions"].as_u64().unwrap() >= 3);
-    assert!(stats["totals"]["expansion_misses"].as_u64().unwrap() >= 2);
-    proxy.stop().await;
-}
-
-#[tokio::test]
 async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let answer: Value = post(&proxy, &conversation("mock-expand", false), "sk-a")
         .await
         .json()
@@ -260,7 +152,6 @@ async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
         vec![again["id"].as_str().unwrap().to_string()]
     };
     assert_ne!(seen_id, real_ids[0]);
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await; // the alias is written in the background
     mock.state.clear();
     let follow = json!({"model":"mock-ok","previous_response_id": seen_id, "input":[{"role":"user","content":"thanks"}]});
     let _ = post(&proxy, &follow, "sk-a").await.bytes().await;
@@ -271,8 +162,7 @@ async fn the_response_id_the_client_saw_is_mapped_to_the_last_real_round() {
 
 #[tokio::test]
 async fn injection_is_byte_identical_and_skipped_without_markers_or_with_tool_choice_none() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let _ = post(&proxy, &conversation("mock-ok", false), "sk-a")
         .await
         .bytes()
@@ -305,8 +195,7 @@ async fn injection_is_byte_identical_and_skipped_without_markers_or_with_tool_ch
 
 #[tokio::test]
 async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for model in ["mock-expand", "mock-expand-mixed"] {
         mock.state.clear();
         let resp = post(&proxy, &conversation(model, true), "sk-a").await;
@@ -398,8 +287,7 @@ fn without_members(text: &str, names: &[&str]) -> String {
 
 #[tokio::test]
 async fn a_json_turn_without_expansion_is_the_upstreams_answer_but_for_the_echo() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let client_body = conversation("mock-ok", false);
     let resp = post(&proxy, &client_body, "sk-a").await;
     assert_eq!(resp.status(), 200);
@@ -435,8 +323,7 @@ async fn a_json_turn_without_expansion_is_the_upstreams_answer_but_for_the_echo(
 
 #[tokio::test]
 async fn a_streamed_turn_offered_the_tool_reaches_the_client_event_by_event() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let mut resp = post(&proxy, &conversation("mock-slow", true), "sk-a").await;
     assert_eq!(resp.status(), 200);
     // mock-slow spaces 200 deltas: the first bytes must arrive while the upstream is still writing.
@@ -458,8 +345,7 @@ async fn a_streamed_turn_offered_the_tool_reaches_the_client_event_by_event() {
 
 #[tokio::test]
 async fn a_follow_up_round_is_folded_like_a_first_round() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let body = conversation("mock-expand", false);
     let send = |budget: usize| {
         let (url, body) = (proxy.v1("/responses"), body.to_string());
@@ -518,8 +404,7 @@ async fn a_follow_up_round_is_folded_like_a_first_round() {
 
 #[tokio::test]
 async fn a_turn_continuing_history_with_markers_is_offered_the_tool() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for (stream, store) in [(false, true), (true, true), (false, false)] {
         mock.state.clear();
         let mut first = conversation("mock-ok", stream);

@@ -1,74 +1,20 @@
 //! The stream stitcher against realistic multi-round SSE bodies: what the client
 //! sees must be one coherent response, whatever the chunking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 #[path = "expand_stitch/fixtures.rs"]
 mod fixtures;
 
 use ctxgate::expand::merge;
 use ctxgate::expand::stitch::{Stitcher, Terminal};
-use fixtures::{It, Round, TOOL, body, bytewise, events, parse, run, stream, whole};
+use fixtures::{
+    It, Round, TOOL, body, bytewise, check_client, events, parse, run, stream, two_rounds, whole,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-fn two_rounds() -> (Round, Round) {
-    let r1 = Round::new(
-        "resp_1",
-        vec![
-            It::Reasoning("Need the élided lines"),
-            It::Message("Let me check ✓"),
-            It::Call(TOOL, r#"{"hash":"ab12","query":"error"}"#),
-        ],
-    );
-    let r2 = Round::new("resp_2", vec![It::Message("The answer is 42 — found it")]);
-    (r1, r2)
-}
-
-/// What the official SDKs check: lifecycle order, `sequence_number` 0..n,
-/// `output_index` consistent with `output_item.added` order, one response id, and
-/// a terminal whose output equals the streamed items. Returns the terminal response.
-fn check_client(events: &[Value], first_id: &str) -> Value {
-    let types: Vec<&str> = events
-        .iter()
-        .map(|e| e["type"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(types.first(), Some(&"response.created"));
-    assert_eq!(types.get(1), Some(&"response.in_progress"));
-    for once in ["response.created", "response.in_progress"] {
-        assert_eq!(types.iter().filter(|t| **t == once).count(), 1, "{once}");
-    }
-    let terminals = types.iter().filter(|t| {
-        t.starts_with("response.complete")
-            || t.starts_with("response.incomplete")
-            || t.starts_with("response.failed")
-    });
-    assert_eq!(terminals.count(), 1);
-    let seqs: Vec<u64> = events
-        .iter()
-        .filter_map(|e| e["sequence_number"].as_u64())
-        .collect();
-    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
-    let mut output: Vec<Value> = Vec::new();
-    for e in events {
-        if let Some(id) = e.get("response").map(|r| &r["id"]) {
-            assert_eq!(id, first_id, "{}", e["type"]);
-        }
-        let Some(index) = e["output_index"].as_u64().map(|i| i as usize) else {
-            continue;
-        };
-        match e["type"].as_str() {
-            Some("response.output_item.added") => {
-                assert_eq!(index, output.len(), "added out of order");
-                output.push(e["item"].clone());
-            }
-            Some("response.output_item.done") => output[index] = e["item"].clone(),
-            _ => assert!(index < output.len(), "event for an unknown item"),
-        }
-    }
-    let last = events.last().cloned().unwrap_or_default();
-    assert_eq!(last["response"]["output"], Value::Array(output));
-    last["response"].clone()
-}
 
 #[test]
 fn two_rounds_look_like_one_response() {

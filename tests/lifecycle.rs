@@ -1,5 +1,9 @@
 //! Start, health, metrics and a graceful stop: the binary as a user runs it, and the app in-process.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -11,8 +15,7 @@ use common::*;
 
 #[tokio::test]
 async fn health_ready_and_metrics() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let c = client();
     assert_eq!(
         c.get(format!("{}/healthz", proxy.url))
@@ -79,8 +82,7 @@ async fn health_ready_and_metrics() {
 
 #[tokio::test]
 async fn store_file_is_created_private_with_its_directory() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let meta = std::fs::metadata(&proxy.store_path).unwrap();
     #[cfg(unix)]
     {
@@ -93,8 +95,7 @@ async fn store_file_is_created_private_with_its_directory() {
 
 #[tokio::test]
 async fn in_flight_stream_finishes_during_graceful_shutdown() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let resp = client()
         .post(proxy.v1("/responses"))
         .body(responses_body("mock-slow", true))

@@ -1,6 +1,9 @@
 //! A download through the proxy streams: memory does not grow with the body's size. Alone in its own test binary so
 //! no other test's allocations disturb the measurement.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -20,8 +23,7 @@ fn rss_bytes() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_200_mb_download_does_not_grow_memory_by_200_mb() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     const N: u64 = 200 * 1024 * 1024;
     let before = rss_bytes();
     let resp = client()

@@ -1,5 +1,8 @@
 //! `/v1/responses/compact` and `/v1/models` of ctxgate-mock, over real HTTP.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use ctxgate::mock::{self, MockConfig, MockHandle};
 use serde_json::{Value, json};

@@ -1,6 +1,9 @@
 //! ctxgate-mock's byte-level helpers under `/v1/mock/` and its recording, as the
 //! proxy's passthrough and timeout tests will use them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,9 @@
 //! `/v1/responses` of ctxgate-mock (JSON and SSE, every scenario),
 //! exercised over real HTTP so the bytes the proxy will see are what is checked.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use std::time::{Duration, Instant};
 

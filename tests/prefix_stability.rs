@@ -1,6 +1,9 @@
 //! Compression through the running proxy keeps the conversation's prefix byte-stable across turns — and across a
 //! restart — while every marker's original is safe in the store before the request carrying it leaves.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -130,14 +133,14 @@ async fn turns_extend_the_previous_input_byte_for_byte_even_across_a_restart() {
         let original = corpus(name);
         let hash = ctxgate::ctxzip::hash_of(&original);
         assert!(hashes.contains(&hash), "{name}");
-        let (meta, text) = ctxgate::proxy::compress::load_original(&store, tenant.as_str(), &hash)
+        let (meta, text) = ctxgate::store::records::load_original(&store, tenant.as_str(), &hash)
             .await
             .unwrap()
             .unwrap();
         assert_eq!(text, original, "{name}");
         assert_eq!(meta.tool, "exec_command");
         assert!(
-            ctxgate::proxy::compress::load_original(&store, other.as_str(), &hash)
+            ctxgate::store::records::load_original(&store, other.as_str(), &hash)
                 .await
                 .unwrap()
                 .is_none()
@@ -220,10 +223,10 @@ async fn what_must_stay_verbatim_stays_verbatim() {
 
 #[tokio::test]
 async fn recent_outputs_and_turns_are_protected_when_configured() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.compress.protect_recent = Some(1);
-    let proxy = start_proxy_with(opts).await;
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.compress.protect_recent = Some(1);
+    })
+    .await;
     let log = corpus("cargo_build_vv.log");
     let grep = corpus("grep_fn_poll.txt");
     let long_reply = format!("Here is what I found:\n{}", corpus("dpkg_list.txt"));
@@ -253,8 +256,7 @@ async fn recent_outputs_and_turns_are_protected_when_configured() {
 
 #[tokio::test]
 async fn a_store_that_cannot_be_written_leaves_items_verbatim_and_the_turn_goes_on() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     proxy.state.store.close().await.unwrap();
     let mut items = vec![json!({"role":"user","content":"go"})];
     items.extend(tool_output(
@@ -285,8 +287,7 @@ async fn a_store_that_cannot_be_written_leaves_items_verbatim_and_the_turn_goes_
 
 #[tokio::test]
 async fn savings_are_counted_per_compression_and_per_wire_use() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let items = transcript(1);
     let first = send(&proxy, &items, "Bearer sk-s").await;
     let saved: u64 = first.headers()["x-ctxgate-saved-tokens"]
@@ -340,22 +341,17 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
             .unwrap()
     };
     let _ = send(&proxy, &items, "Bearer sk-ttl").await;
+    proxy.state.settled().await;
     let first = expiry().await;
-    let now = ctxgate::store::unix_now();
+    let now = proxy.state.clock.unix_now();
     assert!(first >= now + 599 && first <= now + 600);
-    // A later request still carrying the marker moves the expiry to at least TTL after it (unix seconds: the
-    // second request must fall in a later second to be told apart).
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // A later request still carrying the marker moves the expiry to at least TTL after it: the proxy's clock is
+    // moved on (no sleeping), and the refresh written in the background is waited for.
+    proxy.state.clock.advance(std::time::Duration::from_secs(2));
     let _ = send(&proxy, &items, "Bearer sk-ttl").await;
-    let later = ctxgate::store::unix_now();
-    let mut refreshed = first;
-    for _ in 0..50 {
-        refreshed = expiry().await;
-        if refreshed > first {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let later = proxy.state.clock.unix_now();
+    proxy.state.settled().await;
+    let refreshed = expiry().await;
     assert!(
         refreshed >= later + 600,
         "expiry {refreshed} not refreshed past {}",
@@ -366,10 +362,10 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
 
 #[tokio::test]
 async fn a_compression_that_saves_too_little_is_not_applied() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.compress.min_saved_tokens = Some(1_000_000);
-    let proxy = start_proxy_with(opts).await;
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.compress.min_saved_tokens = Some(1_000_000);
+    })
+    .await;
     let items = transcript(1);
     let resp = send(&proxy, &items, "Bearer sk-small").await;
     assert_eq!(resp.headers()["x-ctxgate-compressed"], "0");

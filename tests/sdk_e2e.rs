@@ -1,7 +1,10 @@
 //! The real `openai` Python SDK drives ctxgate in front of `ctxgate-mock`: `responses.create` plain and with
 //! `stream=True`, and `responses.stream()`, all succeed and see the mock's text. The SDK validates every event it
 //! parses, so this is also a check that ctxgate relays streams the SDK accepts.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -37,8 +40,7 @@ async fn run_sdk_check(base_url: String) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_python_sdk_through_ctxgate() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let out = run_sdk_check(format!("{}/v1", proxy.url)).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -71,8 +73,7 @@ async fn openai_python_sdk_through_ctxgate() {
 /// both rounds: the first offered `context_expand` on a compressed input, the second carried its answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_python_sdk_across_an_expand_round() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/sdk_expand_check.py");
     let (py, base_url) = (python(), format!("{}/v1", proxy.url));
     let out = tokio::task::spawn_blocking(move || {

@@ -1,7 +1,11 @@
 //! `docker/smoke.sh` against a locally started `ctxgate serve` in front of `ctxgate-mock` (the real binaries, each
 //! on a port 0-chosen address read from its start-up log line), so the smoke script is checked without a container
 //! engine. A second run against a ctxgate with its stages off shows the script does fail.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

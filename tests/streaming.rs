@@ -1,6 +1,11 @@
 //! Bodies are streamed, not buffered: SSE event by event, big downloads and uploads in chunks, and a client that
 //! hangs up cancels the upstream request.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -11,8 +16,7 @@ use futures_util::StreamExt;
 
 #[tokio::test]
 async fn sse_bytes_are_identical_to_a_direct_stream() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for model in ["mock-ok", "mock-call", "mock-split", "mock-incomplete"] {
         let body = responses_body(model, true);
         let direct = client()
@@ -53,8 +57,7 @@ async fn sse_bytes_are_identical_to_a_direct_stream() {
 
 #[tokio::test]
 async fn events_are_relayed_as_they_arrive() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     // mock-slow spaces its deltas; the first event must reach the client long before the stream ends.
     let resp = client()
         .post(proxy.v1("/responses"))
@@ -84,8 +87,7 @@ async fn events_are_relayed_as_they_arrive() {
 
 #[tokio::test]
 async fn a_client_that_disconnects_cancels_the_upstream_stream() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = client()
         .post(proxy.v1("/responses"))
         .body(responses_body("mock-slow", true))
@@ -110,8 +112,7 @@ async fn a_client_that_disconnects_cancels_the_upstream_stream() {
 
 #[tokio::test]
 async fn a_truncated_upstream_stream_reaches_the_client_truncated() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let body = responses_body("mock-truncate", true);
     let resp = client()
         .post(proxy.v1("/responses"))
@@ -142,10 +143,10 @@ async fn a_truncated_upstream_stream_reaches_the_client_truncated() {
 
 #[tokio::test]
 async fn a_silent_upstream_stream_is_cut_by_the_idle_timeout() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.upstream.stream_idle_timeout_ms = Some(300);
-    let proxy = start_proxy_with(opts).await;
+    let (_mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.upstream.stream_idle_timeout_ms = Some(300);
+    })
+    .await;
     let resp = client()
         .get(proxy.v1("/mock/stall?after=100"))
         .send()
@@ -166,8 +167,7 @@ async fn a_silent_upstream_stream_is_cut_by_the_idle_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_upload_streams_through_intact() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (_mock, proxy) = mock_and_proxy().await;
     let payload: Vec<u8> = (0..20 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
     let expected = {
         use sha2::Digest;

@@ -1,5 +1,8 @@
 //! What ctxgate does not rewrite reaches the other side byte for byte: bodies, statuses, headers.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 mod common;
 
@@ -7,8 +10,7 @@ use common::*;
 
 #[tokio::test]
 async fn unmodified_responses_body_reaches_upstream_byte_for_byte() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let body = responses_body("mock-ok", false);
     let resp = client()
         .post(proxy.v1("/responses"))
@@ -30,8 +32,7 @@ async fn unmodified_responses_body_reaches_upstream_byte_for_byte() {
 
 #[tokio::test]
 async fn json_answer_is_identical_to_a_direct_call() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let body = responses_body("mock-call", false);
     let direct = client()
         .post(format!("{}/responses", mock_url(&mock)))
@@ -54,8 +55,7 @@ async fn json_answer_is_identical_to_a_direct_call() {
 
 #[tokio::test]
 async fn other_routes_and_methods_pass_through() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let models = client().get(proxy.v1("/models")).send().await.unwrap();
     assert_eq!(models.status(), 200);
     let list: serde_json::Value = models.json().await.unwrap();
@@ -107,8 +107,7 @@ async fn other_routes_and_methods_pass_through() {
 
 #[tokio::test]
 async fn headers_cross_both_ways_except_hop_by_hop() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = client()
         .get(proxy.v1("/mock/headers"))
         .header("authorization", "Bearer sk-client")
@@ -145,8 +144,7 @@ async fn headers_cross_both_ways_except_hop_by_hop() {
 
 #[tokio::test]
 async fn body_that_is_not_json_goes_upstream_unchanged() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for body in [
         "not json at all",
         "[1,2,3]",
@@ -171,8 +169,7 @@ async fn body_that_is_not_json_goes_upstream_unchanged() {
 
 #[tokio::test]
 async fn upstream_errors_are_returned_verbatim() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let body = responses_body("mock-error-429", false);
     let direct = client()
         .post(format!("{}/responses", mock_url(&mock)))
@@ -196,8 +193,7 @@ async fn upstream_errors_are_returned_verbatim() {
 
 #[tokio::test]
 async fn routes_outside_v1_are_an_openai_shaped_404() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let resp = client()
         .get(format!("{}/nope", proxy.url))
         .send()

@@ -255,7 +255,10 @@ pub fn parse_toml(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
     use std::collections::HashMap;
 

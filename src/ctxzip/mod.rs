@@ -33,6 +33,7 @@ pub mod verbatim;
 pub use detect::detect;
 pub use marker::{contains_marker, find_markers, hash_of, marker};
 pub use relevance::{FLOOR_LINE_MAX, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
+pub use repeats::compress_in_context;
 pub use terms::{MAX_TERMS, query_terms};
 
 use relevance::Matcher;
@@ -163,26 +164,6 @@ pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
         kind,
         hash: ctx.hash,
     })
-}
-
-/// [`compress`] for a tool output that may repeat earlier outputs of its conversation: the shorter of the form by
-/// kind (when `by_kind`: the text is large enough for it) and the form that points back to the earlier outputs.
-pub fn compress_in_context(
-    original: &str,
-    opts: &Options,
-    by_kind: bool,
-    repeats: Option<(&repeats::Repeats, &repeats::Seen<'_>)>,
-) -> Option<Compressed> {
-    let own = if by_kind {
-        compress(original, opts)
-    } else {
-        None
-    };
-    let pointing = repeats.and_then(|(r, seen)| repeats::render(original, r, seen));
-    match (own, pointing) {
-        (Some(a), Some(b)) => Some(if b.text.len() < a.text.len() { b } else { a }),
-        (a, b) => a.or(b),
-    }
 }
 
 /// Whether every floor line of `original` ([`is_floor_line`]) is a whole line of `compressed`.

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use rustc_hash::FxHashMap as FastMap;
 
 use super::relevance::Matcher;
-use super::{Compressed, Kind, Options, hash_of, is_floor_line, keeps_floor, marker};
+use super::{Compressed, Kind, Options, compress, hash_of, is_floor_line, keeps_floor, marker};
 
 /// Earlier outputs a new one may point back to: the nearest this many before it.
 pub const WINDOW: usize = 64;
@@ -254,6 +254,26 @@ pub fn render(original: &str, repeats: &Repeats, seen: &Seen<'_>) -> Option<Comp
         kind: Kind::Repeats,
         hash,
     })
+}
+
+/// [`compress`] for a tool output that may repeat earlier outputs of its conversation: the shorter of the form by
+/// kind (when `by_kind`: the text is large enough for it) and the form that points back to the earlier outputs.
+pub fn compress_in_context(
+    original: &str,
+    opts: &Options,
+    by_kind: bool,
+    repeats: Option<(&Repeats, &Seen<'_>)>,
+) -> Option<Compressed> {
+    let own = if by_kind {
+        compress(original, opts)
+    } else {
+        None
+    };
+    let pointing = repeats.and_then(|(r, seen)| render(original, r, seen));
+    match (own, pointing) {
+        (Some(a), Some(b)) => Some(if b.text.len() < a.text.len() { b } else { a }),
+        (a, b) => a.or(b),
+    }
 }
 
 /// A call id safe to quote: short, made of the characters ids are made of.

@@ -242,7 +242,10 @@ pub fn span_in(data: &str, raw: &RawValue) -> Range<usize> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
     use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
     use serde_json::{Value, json};

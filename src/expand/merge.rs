@@ -258,7 +258,7 @@ fn add_numbers(x: &Number, y: &Number) -> Option<Value> {
 mod tests {
     use super::*;
 
-    const TOOL: &str = "context_expand";
+    const TOOL: &str = crate::expand::tool::EXPAND_TOOL;
 
     fn round1() -> Value {
         json!({

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::resolve::ExpandArgs;
 use super::tool::EXPAND_TOOL;
+use crate::ctxzip::MAX_TERMS;
 
 /// Default size of one answer, in characters (about 4,000 tokens).
 pub const DEFAULT_MAX_CHARS: usize = 16_000;
@@ -23,8 +24,6 @@ const SNAP_BACK_MAX: usize = 256;
 const MATCH_LINE_MAX: usize = 2_000;
 /// A context line longer than this is cut.
 const CONTEXT_LINE_MAX: usize = 300;
-/// Most words of a query that are searched for.
-const MAX_TERMS: usize = 32;
 /// Every status line starts with this, so the model (and a test) can tell it from the original's text.
 const STATUS: &str = "[ctxzip: ";
 
@@ -200,7 +199,8 @@ fn render_window(text: &str, offset: usize, budget: usize, hint: &Hint<'_>) -> S
 }
 
 /// Query terms, lowercased: the whole query when wrapped in double quotes (a phrase), else its distinct words
-/// (at most [`MAX_TERMS`], which bounds the scan cost of a runaway query).
+/// (at most [`MAX_TERMS`], the same bound as the terms a compression keeps lines for, which bounds the scan
+/// cost of a runaway query).
 fn terms(query: &str) -> Vec<String> {
     let q = query.trim();
     if let Some(phrase) = q.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {

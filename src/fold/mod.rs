@@ -17,7 +17,8 @@
 //! [`record`] and [`report`] (what comes out).
 
 pub mod backoff;
-pub mod estimate;
+/// The token estimate is a fact of the turn, kept with the request body ([`crate::responses::estimate`]).
+pub use crate::responses::estimate;
 pub mod item;
 pub mod pins;
 pub mod prefix;

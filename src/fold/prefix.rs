@@ -8,23 +8,13 @@
 //! identity of the first `n` items is `chain[n]`, so one pass over a transcript gives the
 //! identity of every prefix, and matching a stored record is one comparison.
 //!
-//! This module also names a conversation ([`anchor`]) and a pending fold
-//! ([`single_flight_key`]), both built from the same canonical hashing.
+//! A pending fold is named by [`single_flight_key`]; the canonical form of an item and the conversation
+//! [`anchor`] are facts of the turn, kept in [`crate::responses::identity`].
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The canonical JSON text of `item`: keys sorted recursively, no whitespace.
-pub fn canonical(item: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(item, &mut out);
-    out
-}
-
-/// SHA-256 of the canonical JSON of `item`.
-pub fn item_digest(item: &Value) -> [u8; 32] {
-    Sha256::digest(canonical(item).as_bytes()).into()
-}
+pub use crate::responses::identity::{anchor, anchor_of_digest, canonical, hex, item_digest};
 
 /// The hash chain of `items`: `n + 1` lowercase-hex hashes, `chain[k]` identifying
 /// `items[..k]` (`chain[0]` is the empty prefix).
@@ -47,25 +37,6 @@ pub fn prefix_hash(items: &[Value], n: usize) -> Option<String> {
         link = next_link(&link, item);
     }
     Some(hex(&link))
-}
-
-/// The conversation anchor fold records are stored under: the request's `prompt_cache_key`
-/// when it has one (clients set it to their thread id), else a hash of the canonical first
-/// item. The two forms carry different prefixes (`key:` / `item:`), so a client's key can
-/// never collide with an item hash; an empty input anchors as `empty`. Several records may
-/// share an anchor (e.g. conversations opening with the same system prompt): they are told
-/// apart by prefix hash, so a shared anchor only costs a longer list.
-pub fn anchor(prompt_cache_key: Option<&str>, first_item: Option<&Value>) -> String {
-    anchor_of_digest(prompt_cache_key, first_item.map(item_digest).as_ref())
-}
-
-/// [`anchor`] from the first item's digest, for a caller that already has it.
-pub fn anchor_of_digest(prompt_cache_key: Option<&str>, first_digest: Option<&[u8; 32]>) -> String {
-    match (prompt_cache_key.filter(|k| !k.is_empty()), first_digest) {
-        (Some(key), _) => format!("key:{key}"),
-        (None, Some(digest)) => format!("item:{}", hex(digest)),
-        (None, None) => "empty".to_owned(),
-    }
 }
 
 /// A key naming one pending fold of one conversation of one tenant, for the proxy to share
@@ -101,73 +72,6 @@ pub fn chain_of_digests<'a>(digests: impl ExactSizeIterator<Item = &'a [u8; 32]>
         hashes.push(hex(&current));
     }
     hashes
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => write_string(s, out),
-        Value::Array(values) => {
-            out.push('[');
-            for (i, v) in values.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (i, (key, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(key, out);
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// A JSON string escaped the way `serde_json` escapes it: `"` and `\`, the short forms of
-/// the common control characters, `\u00XX` for the others, everything else verbatim.
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                out.push_str("\\u00");
-                out.push_str(&hex(&[c as u8]));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::estimate::json_len;
+use super::estimate::{array_len, json_len};
 use super::prefix::{chain_of_digests, item_digest};
 use super::report::{FoldReport, FoldResult, Outcome, Rewrite};
 use super::transform::Base;
@@ -30,12 +30,6 @@ impl ItemFacts {
             json_len: json_len(item),
         }
     }
-}
-
-/// `[a,b,…]` length of items given by their lengths.
-fn array_len(lens: impl Iterator<Item = usize>) -> usize {
-    let (count, total) = lens.fold((0usize, 0usize), |(c, t), l| (c + 1, t + l));
-    2 + total + count.saturating_sub(1)
 }
 
 /// The result [`plan`](super::plan) would give, when it needs no fold call and no parsed item; `None` otherwise.
@@ -69,7 +63,6 @@ pub fn quick_plan(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::fold::{Plan, chain, plan};
     use serde_json::json;

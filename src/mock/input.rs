@@ -10,8 +10,8 @@ use serde_json::Value;
 /// The marker prefix ctxgate leaves where it compressed content away.
 const MARKER_PREFIX: &str = "<<ctxzip:";
 const MARKER_HASH_LEN: usize = 12;
-/// Name of the tool ctxgate offers the model to undo compression.
-pub(crate) const EXPAND_TOOL: &str = "context_expand";
+/// Name of the tool ctxgate offers the model to undo compression (declared once, with the tool).
+pub(crate) use crate::expand::tool::EXPAND_TOOL;
 
 /// `input` as a list of items; a bare string input has no items.
 pub(crate) fn items(req: &Value) -> &[Value] {

@@ -1,8 +1,9 @@
 //! ctxgate's own errors and their one rendering, in the OpenAI error shape.
 //!
 //! Upstream errors never pass through here: they reach the client exactly as the upstream sent them. Only what
-//! ctxgate itself refuses or fails at — a body too large, a bad proxy credential, an upstream it could not reach —
-//! becomes a [`ProxyError`], and [`ProxyError::status`] is the single, exhaustive status mapping.
+//! ctxgate itself refuses or fails at — a body too large, a bad proxy credential, an upstream it could not reach,
+//! an original that is not there — becomes a [`ProxyError`]; [`ProxyError::status`] is the single, exhaustive
+//! status mapping and [`IntoResponse`] the one rendering (handlers return `Result<Response, ProxyError>`).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -27,6 +28,13 @@ pub enum ProxyError {
     /// A fold failed and `[fold] on_error = "fail"` says the turn fails with it.
     #[error("the transcript is over budget and folding it failed: {0}")]
     FoldFailed(String),
+    /// An upstream answer the proxy must read whole (to answer expand calls) is larger than it will hold.
+    #[error("upstream unreachable: answer larger than {} MiB", .limit / (1024 * 1024))]
+    AnswerTooLarge { limit: usize },
+    /// A side endpoint was asked for an original the caller's tenant does not have; the message is the tool's
+    /// own answer (what was missing, or which hashes a prefix matched).
+    #[error("{0}")]
+    OriginalNotFound(String),
 }
 
 impl ProxyError {
@@ -40,6 +48,8 @@ impl ProxyError {
             ProxyError::UpstreamTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ProxyError::Misconfigured(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ProxyError::FoldFailed(_) => StatusCode::BAD_GATEWAY,
+            ProxyError::AnswerTooLarge { .. } => StatusCode::BAD_GATEWAY,
+            ProxyError::OriginalNotFound(_) => StatusCode::NOT_FOUND,
         }
     }
 
@@ -54,18 +64,29 @@ impl ProxyError {
             ProxyError::UpstreamTimeout(_) => ("upstream_error", "upstream_timeout"),
             ProxyError::Misconfigured(_) => ("server_error", "proxy_misconfigured"),
             ProxyError::FoldFailed(_) => ("upstream_error", "fold_failed"),
+            ProxyError::AnswerTooLarge { .. } => ("upstream_error", "upstream_unreachable"),
+            ProxyError::OriginalNotFound(_) => ("invalid_request_error", "original_not_found"),
         }
     }
 
     /// The OpenAI-shaped JSON body.
     pub fn body(&self) -> serde_json::Value {
         let (kind, code) = self.kind();
-        json!({"error": {"message": format!("ctxgate: {self}"), "type": kind, "code": code}})
+        let message = match self {
+            // The expand tool's own text, as the model would see it.
+            ProxyError::OriginalNotFound(text) => text.clone(),
+            _ => format!("ctxgate: {self}"),
+        };
+        json!({"error": {"message": message, "type": kind, "code": code}})
     }
 }
 
 impl IntoResponse for ProxyError {
     fn into_response(self) -> Response {
-        (self.status(), axum::Json(self.body())).into_response()
+        let status = self.status();
+        if !matches!(self, ProxyError::OriginalNotFound(_)) {
+            tracing::info!(status = status.as_u16(), error = %self, "request refused");
+        }
+        (status, axum::Json(self.body())).into_response()
     }
 }

@@ -56,7 +56,10 @@ pub fn client_response_headers(upstream: &HeaderMap) -> HeaderMap {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
 
     #[test]

@@ -1,33 +1,27 @@
-//! The proxy proper: everything between the client's socket and the upstream's.
+//! Transport: everything between the client's socket and the upstream's that does not look inside a turn.
 //!
-//! [`passthrough`] forwards any `/v1/` route with streamed bodies both ways; [`responses`] runs `POST
-//! /v1/responses` through the turn pipeline (parse → tenant → stages → serialize) and then forwards it the same
-//! way. Both share [`forward`] and [`relay`], so an unmodified request takes exactly the same path whichever route
-//! it arrived on.
+//! [`upstream`] is the one HTTP client, [`headers`] decides which headers cross, [`auth`] says who is calling and
+//! which credential goes upstream, [`passthrough`] forwards any `/v1/` route with streamed bodies both ways, and
+//! [`forward`] / [`relay`] are the two halves every route shares — so an unmodified `/v1/responses` request (see
+//! [`crate::turn`]) takes exactly the same path as a passed-through one. [`error`] is the one error type rendered
+//! to clients.
 
 pub mod auth;
-pub mod cache;
-pub mod compress;
 pub mod error;
-pub mod expand;
-pub mod fold;
 pub mod headers;
-pub mod item_facts;
-pub mod originals;
 pub mod passthrough;
-pub mod responses;
-pub mod turn;
 pub mod upstream;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use axum::response::Response;
 
-use crate::server::AppState;
+use crate::state::AppState;
 use auth::Caller;
-use error::ProxyError;
 use upstream::UpstreamResponse;
 
 /// Low-cardinality route label for metrics and logs.
@@ -43,24 +37,26 @@ pub fn route_label(method: &Method, path: &str) -> &'static str {
     }
 }
 
-/// Time bookkeeping for the overhead histogram: everything from arrival to the response headers, less the upstream
-/// wait.
-pub struct Clock {
-    arrived: Instant,
-    upstream_wait: Duration,
+/// How long one request waited for the upstream, shared between the code that sends (which adds to it) and the
+/// edge, which records the request's overhead as its time less this wait.
+#[derive(Clone, Debug, Default)]
+pub struct UpstreamWait(Arc<AtomicU64>);
+
+impl UpstreamWait {
+    pub fn add(&self, waited: Duration) {
+        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.0.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    pub fn total(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
 }
 
-impl Clock {
-    pub fn start() -> Clock {
-        Clock {
-            arrived: Instant::now(),
-            upstream_wait: Duration::ZERO,
-        }
-    }
-
-    pub fn overhead(&self) -> Duration {
-        self.arrived.elapsed().saturating_sub(self.upstream_wait)
-    }
+/// The path and query of a client's request, as the upstream URL takes them.
+pub fn path_and_query(uri: &axum::http::Uri) -> String {
+    uri.path_and_query()
+        .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string())
 }
 
 /// One request on its way upstream.
@@ -77,7 +73,7 @@ pub struct Outbound<'a> {
 pub async fn forward(
     state: &AppState,
     route: &'static str,
-    clock: &mut Clock,
+    wait: &UpstreamWait,
     caller: &Caller,
     outbound: Outbound<'_>,
 ) -> Result<UpstreamResponse, upstream::SendError> {
@@ -98,7 +94,7 @@ pub async fn forward(
     }
     let sent = Instant::now();
     let result = state.upstream.send(method, path_and_query, out, body).await;
-    clock.upstream_wait += sent.elapsed();
+    wait.add(sent.elapsed());
     match &result {
         Ok(r) => state.metrics.observe_upstream(route, r.waited),
         Err(e) => state.metrics.upstream_error(e.kind()),
@@ -123,22 +119,4 @@ pub fn relay(
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
-}
-
-/// Renders ctxgate's own error and counts it.
-pub fn render_error(
-    state: &AppState,
-    route: &'static str,
-    method: &Method,
-    clock: &Clock,
-    error: ProxyError,
-) -> Response {
-    use axum::response::IntoResponse;
-    let status = error.status().as_u16();
-    tracing::info!(route, status, error = %error, "request refused");
-    state
-        .metrics
-        .observe_request(route, method.as_str(), status);
-    state.metrics.observe_overhead(route, clock.overhead());
-    error.into_response()
 }

@@ -1,5 +1,7 @@
 //! Every `/v1/` route ctxgate does not rewrite: forwarded with both bodies streamed.
 //!
+//! The route table's fallback: the edge has already refused what is not under `/v1/` and authenticated the rest.
+//!
 //! Nothing is buffered: a 200 MB download or upload moves through in chunks, so memory stays flat. The request
 //! body is counted as it streams, and one over `max_body_bytes` is refused with 413 — up front when its
 //! `Content-Length` says so, otherwise at the byte that crosses the limit.
@@ -7,34 +9,29 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use axum::Extension;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::Response;
 use futures_util::StreamExt;
 
+use super::auth::Caller;
 use super::error::ProxyError;
-use super::{Clock, Outbound, forward, relay, render_error, route_label};
-use crate::server::AppState;
+use super::{Outbound, UpstreamWait, forward, path_and_query, relay, route_label};
+use crate::state::AppState;
 
-pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    let mut clock = Clock::start();
+/// Forwards the request; the edge has authenticated it (the [`Caller`]) and times it (the [`UpstreamWait`]).
+pub async fn handle(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Extension(wait): Extension<UpstreamWait>,
+    request: Request,
+) -> Result<Response, ProxyError> {
     let (parts, body) = request.into_parts();
     let method = parts.method.clone();
     let route = route_label(&method, parts.uri.path());
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| parts.uri.path().to_string());
-    if !parts.uri.path().starts_with("/v1/") {
-        let e = ProxyError::NotFound(parts.uri.path().to_string());
-        return render_error(&state, route, &method, &clock, e);
-    }
-    let caller = match state.credentials.authenticate(&parts.headers) {
-        Ok(c) => c,
-        Err(e) => return render_error(&state, route, &method, &clock, e),
-    };
+    let path_and_query = path_and_query(&parts.uri);
     let limit = state.config.max_body_bytes;
     let declared = parts
         .headers
@@ -42,13 +39,7 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit) {
-        return render_error(
-            &state,
-            route,
-            &method,
-            &clock,
-            ProxyError::BodyTooLarge { limit },
-        );
+        return Err(ProxyError::BodyTooLarge { limit });
     }
     let chunked = parts.headers.contains_key(header::TRANSFER_ENCODING);
     let exceeded = Arc::new(AtomicBool::new(false));
@@ -57,38 +48,17 @@ pub async fn handle(State(state): State<Arc<AppState>>, request: Request) -> Res
     } else {
         reqwest::Body::wrap_stream(limited(body, limit, exceeded.clone()))
     };
-    let sent = forward(
-        &state,
-        route,
-        &mut clock,
-        &caller,
-        Outbound {
-            method: method.clone(),
-            path_and_query: &path_and_query,
-            client_headers: &parts.headers,
-            body: upstream_body,
-            body_len: None,
-        },
-    )
-    .await;
-    match sent {
-        Ok(upstream) => {
-            let status = upstream.response.status().as_u16();
-            let response = relay(&state, upstream, Vec::new());
-            state
-                .metrics
-                .observe_request(route, method.as_str(), status);
-            state.metrics.observe_overhead(route, clock.overhead());
-            response
-        }
-        Err(_) if exceeded.load(Ordering::Relaxed) => render_error(
-            &state,
-            route,
-            &method,
-            &clock,
-            ProxyError::BodyTooLarge { limit },
-        ),
-        Err(e) => render_error(&state, route, &method, &clock, e.into_proxy_error()),
+    let outbound = Outbound {
+        method,
+        path_and_query: &path_and_query,
+        client_headers: &parts.headers,
+        body: upstream_body,
+        body_len: None,
+    };
+    match forward(&state, route, &wait, &caller, outbound).await {
+        Ok(upstream) => Ok(relay(&state, upstream, Vec::new())),
+        Err(_) if exceeded.load(Ordering::Relaxed) => Err(ProxyError::BodyTooLarge { limit }),
+        Err(e) => Err(e.into_proxy_error()),
     }
 }
 

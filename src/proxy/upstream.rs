@@ -288,7 +288,10 @@ where
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
 
     #[tokio::test]
@@ -337,7 +340,7 @@ impl SendError {
             SendError::Timeout(read_timeout)
         } else if e.is_connect() {
             SendError::Connect(text)
-        } else if e.is_body() || e.is_request() && text.contains("body") {
+        } else if body_failed(&e) {
             SendError::Body(text)
         } else {
             SendError::Other(text)
@@ -362,6 +365,24 @@ impl SendError {
             }
         }
     }
+}
+
+/// Whether sending failed on the request body: by the client library's own error kinds (reqwest's body kind, or
+/// the HTTP library's user-body and aborted-body-write kinds in its source chain), never by the message text.
+fn body_failed(e: &reqwest::Error) -> bool {
+    if e.is_body() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            if h.is_user() || h.is_body_write_aborted() {
+                return true;
+            }
+        }
+        source = s.source();
+    }
+    false
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -9,8 +9,9 @@ use super::corpus::{self, Output, Transcript};
 use super::measure::{Tokens, error_lines, kept_lines};
 use super::replay;
 use super::{OutputRow, OutputTotals, Report, ReportError, ReportOptions, TranscriptRow};
-use crate::proxy::turn::{Turn, run_stages};
 use crate::responses::RequestBody;
+use crate::turn::Turn;
+use crate::turn::stage::run_stages;
 
 /// The app under measurement, its upstream, and the store folder they live in.
 pub(super) struct Rig {
@@ -64,15 +65,9 @@ impl Rig {
         let bytes = Bytes::from(serde_json::to_vec(body).map_err(|e| fail(e.to_string()))?);
         self.turns += 1;
         let started = Instant::now();
-        let mut turn = Turn {
-            request_id: format!("report-{}", self.turns),
-            caller,
-            body: RequestBody::parse(bytes).map_err(|e| fail(e.to_string()))?,
-            client_headers: headers,
-            response_headers: Vec::new(),
-            expand_active: false,
-        };
-        run_stages(&state.stages, &mut turn, |_| {})
+        let body = RequestBody::parse(bytes).map_err(|e| fail(e.to_string()))?;
+        let mut turn = Turn::new(format!("report-{}", self.turns), caller, body, headers);
+        run_stages(&state.stages, &mut turn, &state.metrics)
             .await
             .map_err(|e| fail(e.to_string()))?;
         let sent = turn.body.to_bytes();

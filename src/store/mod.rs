@@ -4,8 +4,9 @@
 //! compressed forms, fold records, failed folds, response-id aliases, counters — is a [`Record`] in a
 //! [`Namespace`], keyed by tenant and a key. The proxy never sees a database: it sees this trait, so the embedded
 //! redb file (the default) and a shared backend for several replicas are interchangeable. The store knows records,
-//! not HTTP or fold logic.
+//! not HTTP or fold logic. What each record holds, and the typed way to read and write it, is [`records`].
 
+pub mod records;
 pub mod redb;
 
 use async_trait::async_trait;

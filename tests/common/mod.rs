@@ -1,5 +1,9 @@
 //! Test harness: the real ctxgate app and the real mock upstream, both on loopback port 0.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(dead_code, reason = "shared by several test crates; each uses a part")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -8,7 +12,7 @@ use std::sync::Arc;
 use ctxgate::config::Config;
 use ctxgate::config::raw::RawConfig;
 use ctxgate::mock::{MockConfig, MockHandle};
-use ctxgate::server::AppState;
+use ctxgate::state::AppState;
 
 pub struct Proxy {
     pub addr: SocketAddr,
@@ -180,4 +184,18 @@ pub fn turn_requests(mock: &ctxgate::mock::MockHandle) -> Vec<serde_json::Value>
         .filter(|r| r.path == "/v1/responses")
         .map(|r| r.json().unwrap())
         .collect()
+}
+
+/// The usual start of a test: a fresh mock upstream and a proxy in front of it.
+pub async fn mock_and_proxy() -> (MockHandle, Proxy) {
+    mock_and_proxy_with(|_| {}).await
+}
+
+/// [`mock_and_proxy`] with the proxy's options adjusted first (the upstream is already the mock).
+pub async fn mock_and_proxy_with(configure: impl FnOnce(&mut ProxyOptions)) -> (MockHandle, Proxy) {
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    configure(&mut opts);
+    let proxy = start_proxy_with(opts).await;
+    (mock, proxy)
 }

@@ -6,7 +6,7 @@ use ctxgate::expand::sse::SseParser;
 use ctxgate::expand::stitch::{RoundEnd, Stitcher};
 use serde_json::{Map, Value, json};
 
-pub const TOOL: &str = "context_expand";
+pub const TOOL: &str = ctxgate::expand::tool::EXPAND_TOOL;
 
 #[derive(Clone)]
 pub enum It {
@@ -265,4 +265,64 @@ pub fn parse(client: &[u8]) -> Vec<Value> {
         .iter()
         .map(|e| serde_json::from_str(&e.data).unwrap_or(Value::Null))
         .collect()
+}
+
+/// Two rounds: the first calls the expand tool, the second answers.
+pub fn two_rounds() -> (Round, Round) {
+    let r1 = Round::new(
+        "resp_1",
+        vec![
+            It::Reasoning("Need the élided lines"),
+            It::Message("Let me check ✓"),
+            It::Call(TOOL, r#"{"hash":"ab12","query":"error"}"#),
+        ],
+    );
+    let r2 = Round::new("resp_2", vec![It::Message("The answer is 42 — found it")]);
+    (r1, r2)
+}
+
+/// What the official SDKs check: lifecycle order, `sequence_number` 0..n,
+/// `output_index` consistent with `output_item.added` order, one response id, and
+/// a terminal whose output equals the streamed items. Returns the terminal response.
+pub fn check_client(events: &[Value], first_id: &str) -> Value {
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(types.first(), Some(&"response.created"));
+    assert_eq!(types.get(1), Some(&"response.in_progress"));
+    for once in ["response.created", "response.in_progress"] {
+        assert_eq!(types.iter().filter(|t| **t == once).count(), 1, "{once}");
+    }
+    let terminals = types.iter().filter(|t| {
+        t.starts_with("response.complete")
+            || t.starts_with("response.incomplete")
+            || t.starts_with("response.failed")
+    });
+    assert_eq!(terminals.count(), 1);
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter_map(|e| e["sequence_number"].as_u64())
+        .collect();
+    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    let mut output: Vec<Value> = Vec::new();
+    for e in events {
+        if let Some(id) = e.get("response").map(|r| &r["id"]) {
+            assert_eq!(id, first_id, "{}", e["type"]);
+        }
+        let Some(index) = e["output_index"].as_u64().map(|i| i as usize) else {
+            continue;
+        };
+        match e["type"].as_str() {
+            Some("response.output_item.added") => {
+                assert_eq!(index, output.len(), "added out of order");
+                output.push(e["item"].clone());
+            }
+            Some("response.output_item.done") => output[index] = e["item"].clone(),
+            _ => assert!(index < output.len(), "event for an unknown item"),
+        }
+    }
+    let last = events.last().cloned().unwrap_or_default();
+    assert_eq!(last["response"]["output"], Value::Array(output));
+    last["response"].clone()
 }

@@ -1,4 +1,5 @@
-//! Side endpoints: the originals behind markers, over HTTP, with the caller's own credential.
+//! Side endpoints: the originals behind markers, over HTTP, with the caller's own credential (the edge put the
+//! [`Caller`] in the request).
 //!
 //! `GET /v1/ctxzip/{hash}` returns an original as text (`?offset=&limit=&query=` as for the tool); `POST
 //! /v1/ctxzip/expand` takes the tool's JSON arguments and returns the tool's answer; `GET /v1/ctxzip/stats` shows
@@ -7,18 +8,19 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::load_book;
 use crate::expand::resolve::ExpandArgs;
 use crate::proxy::auth::Caller;
-use crate::server::AppState;
+use crate::proxy::error::ProxyError;
+use crate::state::AppState;
+use crate::turn::expand::load_book;
 
 #[derive(Debug, Deserialize)]
 pub struct WindowQuery {
@@ -27,31 +29,12 @@ pub struct WindowQuery {
     query: Option<String>,
 }
 
-fn caller(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<Caller, crate::proxy::error::ProxyError> {
-    state.credentials.authenticate(headers)
-}
-
-fn not_found(message: String) -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({"error": {"message": message, "type": "invalid_request_error", "code": "original_not_found"}})),
-    )
-        .into_response()
-}
-
 pub async fn get_original(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     Path(hash): Path<String>,
     Query(q): Query<WindowQuery>,
-    headers: HeaderMap,
-) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
+) -> Result<Response, ProxyError> {
     let args = ExpandArgs {
         hash,
         query: q.query.filter(|s| !s.is_empty()),
@@ -70,24 +53,20 @@ pub async fn get_original(
         .answer_window(caller.tenant.as_str(), &request_id, &args, max_chars)
         .await;
     if !answer.hit {
-        return not_found(answer.text);
+        return Err(ProxyError::OriginalNotFound(answer.text));
     }
-    (
+    Ok((
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         answer.text,
     )
-        .into_response()
+        .into_response())
 }
 
 pub async fn post_expand(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     body: Bytes,
-) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
+) -> Result<Response, ProxyError> {
     let arguments = String::from_utf8_lossy(&body);
     let request_id = state.next_request_id();
     let answer = state
@@ -95,17 +74,16 @@ pub async fn post_expand(
         .answer(caller.tenant.as_str(), &request_id, &arguments)
         .await;
     if !answer.hit {
-        return not_found(answer.text);
+        return Err(ProxyError::OriginalNotFound(answer.text));
     }
-    Json(json!({"hash": answer.hash, "output": answer.text})).into_response()
+    Ok(Json(json!({"hash": answer.hash, "output": answer.text})).into_response())
 }
 
-pub async fn stats(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let caller = match caller(&state, &headers) {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
-    let mut book = load_book(state.store.as_ref(), caller.tenant.as_str()).await;
+pub async fn stats(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    let mut book = load_book(&state.records, caller.tenant.as_str()).await;
     book.set_known_patterns(&state.config.compress.keep_patterns);
     Json(json!({
         "totals": state.metrics.savings.totals(),

@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use super::Expander;
 use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_value};
-use crate::proxy::turn::{Stage, StageError, Turn};
+use crate::turn::Turn;
+use crate::turn::stage::{Stage, StageError};
 
 /// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
 pub const EXPAND_STAGE: &str = "expand";
@@ -40,7 +41,7 @@ impl Stage for InjectStage {
         if !settings.enabled {
             return Ok(());
         }
-        let tenant = turn.caller.tenant.as_str().to_string();
+        let tenant = turn.tenant().to_string();
         let mut history_has_markers = false;
         if let Some(previous) = turn.body.get_str("previous_response_id") {
             let found = self.expander.aliases.lookup(&tenant, &previous).await?;

@@ -6,47 +6,49 @@
 //! `context_expand`. Every turn that offered the tool is therefore remembered — but only when the upstream keeps
 //! the response (`store` not false: an unstored response cannot be named later; Codex sends `store: false`), and
 //! never with a store write of its own on the request path: aliases wait in memory and are written together, in
-//! one transaction, a short moment after the first of a batch arrived. A lookup sees pending aliases too.
+//! one transaction, a short moment after the first of a batch arrived. A lookup sees pending aliases too, until
+//! their batch is written: an alias is never out of sight between memory and the store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use tokio_util::task::TaskTracker;
-
-use crate::store::{Namespace, Record, Store, StoreError, unix_now};
-
-/// Response-id aliases live as long as the upstream keeps responses (30 days).
-pub const ALIAS_TTL_SECS: u64 = 30 * 24 * 3600;
+pub use crate::store::records::Alias;
+use crate::store::records::{ALIAS_TTL_SECS, Records};
+use crate::store::{Namespace, StoreError};
 /// How long the first alias of a batch waits for others before the batch is written.
 const BATCH_WINDOW: Duration = Duration::from_millis(50);
 
-/// What ctxgate remembers of a response id it handed a client.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Alias {
-    pub v: u32,
-    /// The id of the last round the upstream really made.
-    pub real_id: String,
-    /// Whether that turn's input carried markers (the server-side history then does too).
-    #[serde(default)]
-    pub markers: bool,
+type Batch = HashMap<(String, String), Alias>;
+
+/// Aliases not yet in the store: the batch still collecting, and the one being written.
+#[derive(Default)]
+struct Pending {
+    collecting: Batch,
+    writing: Batch,
 }
 
-type Pending = HashMap<(String, String), Alias>;
+impl Pending {
+    fn get(&self, key: &(String, String)) -> Option<&Alias> {
+        self.collecting.get(key).or_else(|| self.writing.get(key))
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.collecting.is_empty() && self.writing.is_empty()
+    }
+}
 
 pub struct AliasBook {
-    store: Arc<dyn Store>,
-    tasks: TaskTracker,
+    records: Records,
     pending: Arc<Mutex<Pending>>,
 }
 
 impl AliasBook {
-    pub fn new(store: Arc<dyn Store>, tasks: TaskTracker) -> AliasBook {
+    pub fn new(records: Records) -> AliasBook {
         AliasBook {
-            store,
-            tasks,
-            pending: Arc::new(Mutex::new(HashMap::new())),
+            records,
+            pending: Arc::new(Mutex::new(Pending::default())),
         }
     }
 
@@ -63,15 +65,17 @@ impl AliasBook {
         };
         let first_of_batch = {
             let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-            let was_empty = pending.is_empty();
-            pending.insert((tenant.to_string(), client_id.to_string()), alias);
+            let was_empty = pending.collecting.is_empty();
+            pending
+                .collecting
+                .insert((tenant.to_string(), client_id.to_string()), alias);
             was_empty
         };
         if first_of_batch {
-            let (store, pending) = (self.store.clone(), self.pending.clone());
-            self.tasks.spawn(async move {
+            let (records, pending) = (self.records.clone(), self.pending.clone());
+            self.records.spawn(async move {
                 tokio::time::sleep(BATCH_WINDOW).await;
-                flush(store.as_ref(), &pending).await;
+                flush(&records, &pending).await;
             });
         }
     }
@@ -86,49 +90,58 @@ impl AliasBook {
         if pending.is_some() {
             return Ok(pending);
         }
-        let stored = self
-            .store
-            .get(Namespace::Aliases, tenant, client_id, unix_now())
-            .await?;
-        Ok(stored.and_then(|r| serde_json::from_slice::<Alias>(&r.value).ok()))
+        self.records
+            .get_json::<Alias>(Namespace::Aliases, tenant, client_id)
+            .await
     }
 }
 
-/// Writes the pending aliases in one transaction. On a store fault they are dropped (and logged): an alias is a
-/// convenience, the turn that made it is long answered.
-async fn flush(store: &dyn Store, pending: &Mutex<Pending>) {
-    let batch = std::mem::take(&mut *pending.lock().unwrap_or_else(PoisonError::into_inner));
-    let now = unix_now();
-    let records: Vec<(String, String, Record)> = batch
-        .into_iter()
-        .filter_map(|((tenant, key), alias)| {
-            let value = serde_json::to_vec(&alias).ok()?;
-            let record = Record {
-                value,
-                created_at: now,
-                expires_at: Some(now + ALIAS_TTL_SECS),
-            };
-            Some((tenant, key, record))
-        })
+/// Writes the collected aliases in one transaction; they stay visible to lookups (as `writing`) until the write is
+/// over, so a lookup racing the write never misses them. On a store fault they are dropped (and logged): an alias is a convenience, the turn that
+/// made it is long answered.
+async fn flush(records: &Records, pending: &Mutex<Pending>) {
+    let batch: Batch = {
+        let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let batch = std::mem::take(&mut pending.collecting);
+        pending.writing.extend(batch.clone());
+        batch
+    };
+    let count = batch.len();
+    let rows = batch
+        .iter()
+        .map(|((tenant, key), alias)| (tenant.clone(), key.clone(), alias))
         .collect();
-    let count = records.len();
-    if let Err(e) = store.put_many(Namespace::Aliases, records).await {
+    let expires = Some(records.now() + ALIAS_TTL_SECS);
+    if let Err(e) = records
+        .put_many_json(Namespace::Aliases, rows, expires)
+        .await
+    {
         tracing::warn!(error = %e, count, "could not store response-id aliases");
+    }
+    let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+    for (key, alias) in batch {
+        if pending.writing.get(&key) == Some(&alias) {
+            pending.writing.remove(&key);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
 
     #[tokio::test(start_paused = true)]
     async fn aliases_are_seen_at_once_and_written_in_one_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> =
+        let store: Arc<dyn crate::store::Store> =
             Arc::new(crate::store::redb::RedbStore::open(&dir.path().join("s.redb")).unwrap());
-        let tasks = TaskTracker::new();
-        let book = AliasBook::new(store.clone(), tasks.clone());
+        let tasks = tokio_util::task::TaskTracker::new();
+        let records = Records::new(store.clone(), tasks.clone(), crate::clock::Clock::system());
+        let book = AliasBook::new(records);
         book.remember("t", "resp_a", "resp_a");
         book.remember("t", "resp_b", "resp_c");
         book.remember("t", "", "resp_x");
@@ -140,7 +153,7 @@ mod tests {
             book.lookup("u", "resp_b").await.unwrap().is_none(),
             "per tenant"
         );
-        let now = unix_now();
+        let now = crate::store::unix_now();
         assert!(
             store
                 .get(Namespace::Aliases, "t", "resp_a", now)

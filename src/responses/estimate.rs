@@ -1,6 +1,10 @@
 //! Token estimates of items: what the fold compares with the budget, weighs against the
 //! min-fold threshold and uses to tell a summary that would not shrink the request.
 //!
+//! It lives with the request body rather than in the fold because it is a fact of the turn: the fold stage decides
+//! "within budget" from it before anything is parsed ([`within_budget`], the one formula every caller uses), and
+//! the fold's quick path and full plan use the same [`array_len`].
+//!
 //! Both estimators look at the compact JSON text of the items as an array, the way the
 //! request carries them: [`Estimator::Bytes`] divides its length by four (rounded up), cheap
 //! and close enough for a budget; [`Estimator::Tiktoken`] counts `o200k_base` tokens of the
@@ -36,7 +40,7 @@ impl Estimator {
     pub fn estimate_parts(self, parts: &[&[Value]]) -> usize {
         match (self, tokenizer()) {
             (Estimator::Tiktoken, Some(bpe)) => bpe.encode_ordinary(&array_text(parts)).len(),
-            _ => array_len(parts).div_ceil(4),
+            _ => parts_len(parts).div_ceil(4),
         }
     }
 }
@@ -47,11 +51,28 @@ fn tokenizer() -> Option<&'static CoreBPE> {
     BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()).as_ref()
 }
 
-/// Length in bytes of `[a,b,…]`: brackets, commas, and each item's compact JSON.
-fn array_len(parts: &[&[Value]]) -> usize {
-    let count: usize = parts.iter().map(|p| p.len()).sum();
-    let items: usize = parts.iter().flat_map(|p| p.iter()).map(json_len).sum();
-    2 + items + count.saturating_sub(1)
+/// Length in bytes of `[a,b,…]` of the concatenated parts.
+fn parts_len(parts: &[&[Value]]) -> usize {
+    array_len(parts.iter().flat_map(|p| p.iter()).map(json_len))
+}
+
+/// Length in bytes of `[a,b,…]` for items of the given JSON lengths: brackets, commas, and each item. The one
+/// formula of a transcript's size.
+pub fn array_len(lens: impl Iterator<Item = usize>) -> usize {
+    let (count, total) = lens.fold((0usize, 0usize), |(c, t), l| (c + 1, t + l));
+    2 + total + count.saturating_sub(1)
+}
+
+/// The within-budget decision from a transcript's size in bytes: its estimated tokens when that proves it within
+/// `budget`, `None` when it may be over. Under [`Estimator::Bytes`] the estimate is exact; under
+/// [`Estimator::Tiktoken`] the bytes bound the token count (a token is at least a byte), so a `Some` is certain
+/// and a `None` means "count the tokens".
+pub fn within_budget(bytes: usize, estimator: Estimator, budget: usize) -> Option<usize> {
+    let tokens = match estimator {
+        Estimator::Bytes => bytes.div_ceil(4),
+        Estimator::Tiktoken => bytes,
+    };
+    (tokens <= budget).then_some(tokens)
 }
 
 /// The compact JSON text of the concatenated parts as one array.

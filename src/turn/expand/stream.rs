@@ -18,10 +18,9 @@ use futures_util::StreamExt;
 use super::rounds::Rounds;
 use crate::expand::stitch::{Stitcher, Terminal};
 use crate::expand::tool::EXPAND_TOOL;
+use crate::proxy::error::ProxyError;
 use crate::proxy::upstream::BodyStream;
-use crate::proxy::{Clock, headers, relay, render_error};
-
-const ROUTE: &str = "responses";
+use crate::proxy::{UpstreamWait, headers, relay};
 
 type Chunk = Result<bytes::Bytes, std::io::Error>;
 
@@ -30,13 +29,9 @@ fn cut(reason: &str) -> Chunk {
 }
 
 /// Runs a streamed turn with expansion: the first round's headers go out at once, the rounds follow.
-pub async fn run_stream(rounds: Rounds, mut clock: Clock) -> Response {
+pub async fn run_stream(rounds: Rounds, wait: &UpstreamWait) -> Result<Response, ProxyError> {
     let state = rounds.state.clone();
-    let method = axum::http::Method::POST;
-    let first = match rounds.send(&mut clock).await {
-        Ok(u) => u,
-        Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
-    };
+    let first = rounds.send(wait).await?;
     let status = first.response.status();
     let is_sse = first
         .response
@@ -51,23 +46,13 @@ pub async fn run_stream(rounds: Rounds, mut clock: Clock) -> Response {
         .get(header::CONTENT_ENCODING)
         .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
     if !status.is_success() || !is_sse || encoded {
-        let response = relay(&state, first, rounds.extra_headers.clone());
-        state
-            .metrics
-            .observe_request(ROUTE, "POST", status.as_u16());
-        state.metrics.observe_overhead(ROUTE, clock.overhead());
-        return response;
+        return Ok(relay(&state, first, rounds.extra_headers.clone()));
     }
     let mut out_headers = headers::client_response_headers(first.response.headers());
     out_headers.remove(header::CONTENT_LENGTH);
     for (k, v) in &rounds.extra_headers {
         out_headers.insert(k.clone(), v.clone());
     }
-    state
-        .metrics
-        .observe_request(ROUTE, "POST", status.as_u16());
-    state.metrics.observe_overhead(ROUTE, clock.overhead());
-
     let mut stitcher = Stitcher::new(EXPAND_TOOL);
     let parallel = !matches!(
         rounds.request.get("parallel_tool_calls"),
@@ -89,7 +74,7 @@ pub async fn run_stream(rounds: Rounds, mut clock: Clock) -> Response {
     let mut response = Response::new(Body::from_stream(stream));
     *response.status_mut() = status;
     *response.headers_mut() = out_headers;
-    response
+    Ok(response)
 }
 
 /// The state of a streamed turn with expansion, polled by the client connection.
@@ -152,8 +137,8 @@ impl Driver {
         self.rounds
             .prepare_next(&end.output, &end.expand_calls, self.round)
             .await;
-        let mut clock = Clock::start();
-        match self.rounds.send(&mut clock).await {
+        // A follow-up round's wait is not the first response's: it is not recorded as the request's overhead.
+        match self.rounds.send(&UpstreamWait::default()).await {
             Ok(u) if u.response.status().is_success() => {
                 self.stitcher.begin_round();
                 self.stitcher.offer_expand(self.round < max_rounds);

@@ -2,30 +2,26 @@
 //!
 //! The agent behind ctxgate does not know `context_expand`, so ctxgate offers the tool itself ([`inject`]), answers
 //! the model's calls ([`Expander::answer`]) and runs the next upstream round — for JSON answers in [`rounds`], for
-//! SSE in [`stream`] — so the client sees one response as if nothing happened. The same answers are served to
-//! people and scripts by the side endpoints ([`endpoints`]). Every expansion refreshes the original's expiry, is
+//! SSE in [`stream`] — so the client sees one response as if nothing happened. The rounds are the turn's last
+//! named phase: [`rounds::run`] takes the [`crate::turn::Turn`] the stages left. The same answers are served to
+//! people and scripts by the side endpoints (`crate::edge::ctxzip`). Every expansion refreshes the original's expiry, is
 //! counted and audited, and feeds the keep-pattern suggestions.
 
 pub mod aliases;
-pub mod endpoints;
 pub mod inject;
 pub mod rounds;
 pub mod stream;
 
 use std::sync::Arc;
 
-use tokio_util::task::TaskTracker;
-
 use crate::config::ExpandSettings;
 use crate::expand::resolve::{self, ExpandArgs, Lookup, Resolution};
 use crate::expand::suggest::SuggestionBook;
 use crate::expand::window;
-use crate::proxy::compress::load_original;
-use crate::store::{Namespace, Record, Store, StoreError, unix_now};
-use crate::telemetry::Metrics;
-
-/// Store key (Counters namespace) of a tenant's keep-pattern statistics.
-pub const SUGGESTIONS_KEY: &str = "suggestions";
+use crate::store::records::{Records, SUGGESTIONS_KEY};
+use crate::store::{Namespace, StoreError};
+use crate::telemetry::{Metrics, audit};
+use crate::turn::stage::FaultKind;
 /// Most candidates read for a hash prefix.
 const PREFIX_CANDIDATES: usize = 16;
 
@@ -42,9 +38,8 @@ pub struct Expander {
     pub settings: ExpandSettings,
     /// Expiry given to an expanded original (the compression TTL).
     pub ttl_secs: u64,
-    store: Arc<dyn Store>,
+    records: Records,
     metrics: Arc<Metrics>,
-    tasks: TaskTracker,
     /// Serialises read-modify-write of the suggestion records within this process.
     book_lock: Arc<tokio::sync::Mutex<()>>,
     /// Response-id aliases of turns that offered the tool.
@@ -55,23 +50,21 @@ impl Expander {
     pub fn new(
         settings: ExpandSettings,
         ttl_secs: u64,
-        store: Arc<dyn Store>,
+        records: Records,
         metrics: Arc<Metrics>,
-        tasks: TaskTracker,
     ) -> Expander {
         Expander {
             settings,
             ttl_secs,
-            aliases: aliases::AliasBook::new(store.clone(), tasks.clone()),
-            store,
+            aliases: aliases::AliasBook::new(records.clone()),
+            records,
             metrics,
-            tasks,
             book_lock: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 
     /// Finds the original a hash argument names, within the tenant: exact, or by a unique prefix.
@@ -83,13 +76,14 @@ impl Expander {
             Lookup::Exact(h) => h,
             Lookup::Prefix(p) => {
                 let rows = self
-                    .store
+                    .records
+                    .store()
                     .scan_prefix(
                         Namespace::Originals,
                         tenant,
                         &p,
                         PREFIX_CANDIDATES,
-                        unix_now(),
+                        self.records.now(),
                     )
                     .await?;
                 let keys: Vec<String> = rows.into_iter().map(|(k, _)| k).collect();
@@ -100,16 +94,14 @@ impl Expander {
                 }
             }
         };
-        Ok(
-            match load_original(self.store.as_ref(), tenant, &hash).await? {
-                Some((meta, text)) => FindResult::Found {
-                    hash,
-                    tool: meta.tool,
-                    text,
-                },
-                None => FindResult::Missing,
+        Ok(match self.records.load_original(tenant, &hash).await? {
+            Some((meta, text)) => FindResult::Found {
+                hash,
+                tool: meta.tool,
+                text,
             },
-        )
+            None => FindResult::Missing,
+        })
     }
 
     /// Answers one `context_expand` call (its JSON arguments) for a tenant. Never fails: a store fault is answered
@@ -161,7 +153,8 @@ impl Expander {
             ),
             Err(e) => {
                 tracing::warn!(%request_id, error = %e, "store unavailable for an expansion");
-                self.metrics.stage_fault("expand");
+                self.metrics
+                    .stage_fault(inject::EXPAND_STAGE, FaultKind::Store.as_str());
                 self.account(
                     tenant,
                     request_id,
@@ -181,91 +174,44 @@ impl Expander {
         text: String,
         hit: bool,
     ) -> Answer {
-        use std::sync::atomic::Ordering::Relaxed;
-        let savings = &self.metrics.savings;
-        if hit {
-            savings.expansions.fetch_add(1, Relaxed);
-            self.metrics.expansions.inc();
-        } else {
-            savings.expansion_misses.fetch_add(1, Relaxed);
-            self.metrics.expansion_misses.inc();
-        }
-        let totals = savings.totals();
-        tracing::info!(
-            target: "ctxgate::audit",
-            event = "context_expanded",
-            request_id,
-            tenant,
-            hash = hash.as_deref().unwrap_or(""),
-            hit,
-            bytes = text.len(),
-            total_expansions = totals.expansions,
-            total_expansion_misses = totals.expansion_misses,
-            total_saved_tokens = totals.saved_tokens,
-            total_wire_saved_tokens = totals.wire_saved_tokens,
-            total_compressions = totals.compressions,
-            "context_expanded"
+        audit::expanded(
+            &self.metrics,
+            audit::Expanded {
+                request_id,
+                tenant,
+                hash: hash.as_deref(),
+                hit,
+                bytes: text.len(),
+            },
         );
         Answer { text, hit, hash }
     }
 
     /// After a hit, in the background: the original's expiry moves forward and its tokens feed the suggestions.
     fn after_hit(&self, tenant: &str, hash: &str, tool: &str, text: &str) {
-        let now = unix_now();
-        let expires = Some(now + self.ttl_secs);
-        let (store, tenant, hash, tool) = (
-            self.store.clone(),
-            tenant.to_string(),
-            hash.to_string(),
-            tool.to_string(),
-        );
+        let expires = Some(self.records.now() + self.ttl_secs);
+        let refresh = vec![(Namespace::Originals, hash.to_string())];
+        self.records
+            .touch_later(refresh, tenant, expires, "an expanded original");
+        let (records, lock) = (self.records.clone(), self.book_lock.clone());
+        let (tenant, hash, tool) = (tenant.to_string(), hash.to_string(), tool.to_string());
         let text = text.to_string();
         let threshold = self.settings.suggest_threshold;
-        let book_task =
-            self.record_suggestions(tenant.clone(), hash.clone(), tool, text, threshold);
-        self.tasks.spawn(async move {
-            if let Err(e) = store
-                .touch(Namespace::Originals, &tenant, &hash, expires, now)
+        self.records.spawn(async move {
+            // Serialised within this process: a read-modify-write of the tenant's statistics.
+            let _guard = lock.lock().await;
+            let mut book = load_book(&records, &tenant).await;
+            let crossed = book.record(&hash, &tool, &text, records.now(), threshold);
+            for pattern in &crossed {
+                audit::pattern_suggested(&tenant, pattern);
+            }
+            if let Err(e) = records
+                .put_json_durably(Namespace::Counters, &tenant, SUGGESTIONS_KEY, &book, None)
                 .await
             {
-                tracing::warn!(error = %e, "could not refresh an expanded original");
+                tracing::warn!(error = %e, "could not store keep-pattern statistics");
             }
-            book_task.await;
         });
-    }
-
-    fn record_suggestions(
-        &self,
-        tenant: String,
-        hash: String,
-        tool: String,
-        text: String,
-        threshold: u64,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let store = self.store.clone();
-        let lock = self.book_lock.clone();
-        async move {
-            let _guard = lock.lock().await;
-            let now = unix_now();
-            let mut book = load_book(store.as_ref(), &tenant).await;
-            let crossed = book.record(&hash, &tool, &text, now, threshold);
-            for pattern in &crossed {
-                tracing::info!(target: "ctxgate::audit", event = "context_pattern_suggested", tenant = %tenant, pattern = %pattern, "context_pattern_suggested");
-            }
-            if let Ok(value) = serde_json::to_vec(&book) {
-                let record = Record {
-                    value,
-                    created_at: now,
-                    expires_at: None,
-                };
-                if let Err(e) = store
-                    .put(Namespace::Counters, &tenant, SUGGESTIONS_KEY, record)
-                    .await
-                {
-                    tracing::warn!(error = %e, "could not store keep-pattern statistics");
-                }
-            }
-        }
     }
 }
 
@@ -282,12 +228,11 @@ pub enum FindResult {
 }
 
 /// A tenant's keep-pattern statistics (empty when none or unreadable).
-pub async fn load_book(store: &dyn Store, tenant: &str) -> SuggestionBook {
-    match store
-        .get(Namespace::Counters, tenant, SUGGESTIONS_KEY, unix_now())
+pub async fn load_book(records: &Records, tenant: &str) -> SuggestionBook {
+    records
+        .get_json(Namespace::Counters, tenant, SUGGESTIONS_KEY)
         .await
-    {
-        Ok(Some(r)) => serde_json::from_slice(&r.value).unwrap_or_default(),
-        _ => SuggestionBook::default(),
-    }
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }

@@ -120,7 +120,6 @@ pub fn key_of(parts: &[&[u8]]) -> u128 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

@@ -1,10 +1,13 @@
 //! Per-item facts kept across turns, so a long transcript is not re-parsed and re-hashed on every turn.
 //!
+//! Part of the turn's shared facts: the fold stage reads them for its routine decisions and the first item's digest
+//! names the conversation (`Turn::anchor_key`).
+//!
 //! The fold's routine decisions (within budget, or reuse a stored fold) need only each item's canonical digest and
 //! JSON length ([`ItemFacts`]), so those are remembered by a hash of the item's bytes and only new items are
 //! parsed. The memo holds facts, never content.
 
-use super::cache::Memo;
+use super::memo::Memo;
 use crate::fold::ItemFacts;
 use crate::responses::Item;
 
@@ -43,7 +46,10 @@ impl FactsCache {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
     use super::*;
     use crate::responses::RequestBody;
 

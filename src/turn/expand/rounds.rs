@@ -19,11 +19,12 @@ use crate::expand::tool::EXPAND_TOOL;
 use crate::expand::{echo, merge};
 use crate::proxy::auth::Caller;
 use crate::proxy::error::ProxyError;
-use crate::proxy::turn::{Stage, Turn, run_stages};
 use crate::proxy::upstream::UpstreamResponse;
-use crate::proxy::{Clock, Outbound, forward, headers, relay, render_error};
+use crate::proxy::{Outbound, UpstreamWait, forward, headers, relay};
 use crate::responses::{Input, Item, RequestBody};
-use crate::server::AppState;
+use crate::state::AppState;
+use crate::turn::Turn;
+use crate::turn::stage::{Stage, run_stages};
 
 const ROUTE: &str = "responses";
 /// Largest upstream answer read into memory to look for expand calls.
@@ -45,17 +46,35 @@ pub struct Rounds {
     stored: bool,
 }
 
+/// The turn's last phase: sends the request the stages left and runs the expand rounds, streamed or not, until
+/// the model answers without `context_expand`.
+pub async fn run(
+    state: Arc<AppState>,
+    turn: Turn,
+    path_and_query: String,
+    wait: &UpstreamWait,
+) -> Result<Response, ProxyError> {
+    let streamed = matches!(turn.body.get("stream"), Some(Value::Bool(true)));
+    let rounds = Rounds::new(state, turn, path_and_query);
+    if streamed {
+        super::stream::run_stream(rounds, wait).await
+    } else {
+        run_json(rounds, wait).await
+    }
+}
+
 impl Rounds {
-    pub fn new(
-        state: Arc<AppState>,
-        caller: Caller,
-        client_headers: &HeaderMap,
-        path_and_query: String,
-        request_id: String,
-        request: RequestBody,
-        extra_headers: Vec<(axum::http::HeaderName, HeaderValue)>,
-    ) -> Rounds {
-        let mut plain = client_headers.clone();
+    /// The rounds of `turn`, as the stages left it.
+    pub fn new(state: Arc<AppState>, turn: Turn, path_and_query: String) -> Rounds {
+        let Turn {
+            request_id,
+            caller,
+            body: request,
+            client_headers,
+            response_headers: extra_headers,
+            ..
+        } = turn;
+        let mut plain = client_headers;
         plain.remove(header::ACCEPT_ENCODING);
         let stored = !matches!(request.get("store"), Some(Value::Bool(false)));
         Rounds {
@@ -83,13 +102,13 @@ impl Rounds {
     }
 
     /// Sends the current request upstream.
-    pub async fn send(&self, clock: &mut Clock) -> Result<UpstreamResponse, ProxyError> {
+    pub async fn send(&self, wait: &UpstreamWait) -> Result<UpstreamResponse, ProxyError> {
         let body = self.request.to_bytes();
         let len = body.len();
         forward(
             &self.state,
             ROUTE,
-            clock,
+            wait,
             &self.caller,
             Outbound {
                 method: axum::http::Method::POST,
@@ -154,14 +173,13 @@ impl Rounds {
             return;
         };
         let body = std::mem::replace(&mut self.request, placeholder);
-        let mut turn = Turn {
-            request_id: self.request_id.clone(),
-            caller: self.caller.clone(),
+        let mut turn = Turn::new(
+            self.request_id.clone(),
+            self.caller.clone(),
             body,
-            client_headers: self.client_headers.clone(),
-            response_headers: Vec::new(),
-            expand_active: true,
-        };
+            self.client_headers.clone(),
+        );
+        turn.expand_active = true;
         let stages: Vec<Arc<dyn Stage>> = self
             .state
             .stages
@@ -169,8 +187,7 @@ impl Rounds {
             .filter(|s| s.name() != EXPAND_STAGE)
             .cloned()
             .collect();
-        let metrics = &self.state.metrics;
-        if let Err(e) = run_stages(&stages, &mut turn, |stage| metrics.stage_fault(stage)).await {
+        if let Err(e) = run_stages(&stages, &mut turn, &self.state.metrics).await {
             tracing::warn!(request_id = %self.request_id, error = %e, "a stage refused a follow-up round; sent as it is");
         }
         self.request = turn.body;
@@ -178,32 +195,20 @@ impl Rounds {
 }
 
 /// Runs a JSON turn with expansion to its end.
-pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
+async fn run_json(mut rounds: Rounds, wait: &UpstreamWait) -> Result<Response, ProxyError> {
     let state = rounds.state.clone();
-    let method = axum::http::Method::POST;
     let mut usages: Vec<Value> = Vec::new();
     let mut first_id: Option<String> = None;
     let mut first_created: Option<Value> = None;
     let mut round = 0usize;
     loop {
-        let upstream = match rounds.send(&mut clock).await {
-            Ok(u) => u,
-            Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
-        };
+        let upstream = rounds.send(wait).await?;
         let status = upstream.response.status();
         if !status.is_success() {
-            return finish(
-                &state,
-                &clock,
-                relay(&state, upstream, rounds.extra_headers.clone()),
-                status.as_u16(),
-            );
+            return Ok(relay(&state, upstream, rounds.extra_headers.clone()));
         }
         let headers = headers::client_response_headers(upstream.response.headers());
-        let bytes = match read_all(&state, upstream).await {
-            Ok(b) => b,
-            Err(e) => return render_error(&state, ROUTE, &method, &clock, e),
-        };
+        let bytes = read_all(&state, upstream).await?;
         if round == 0 {
             // The common case: the tool was offered and not called. The upstream's bytes go out as they came,
             // but for the echoed tool and directive spliced out; nothing is parsed into values.
@@ -215,21 +220,11 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
                     Some(view) => Bytes::from(view),
                     None => bytes,
                 };
-                return finish(
-                    &state,
-                    &clock,
-                    respond(status, headers, body, &rounds.extra_headers),
-                    status.as_u16(),
-                );
+                return Ok(respond(status, headers, body, &rounds.extra_headers));
             }
         }
         let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
-            return finish(
-                &state,
-                &clock,
-                respond(status, headers, bytes, &rounds.extra_headers),
-                status.as_u16(),
-            );
+            return Ok(respond(status, headers, bytes, &rounds.extra_headers));
         };
         let real_id = answer
             .get("id")
@@ -251,12 +246,7 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
                 obj.insert("created_at".into(), created);
             }
             let body = Bytes::from(serde_json::to_vec(&merged).unwrap_or_default());
-            return finish(
-                &state,
-                &clock,
-                respond(status, headers, body, &rounds.extra_headers),
-                status.as_u16(),
-            );
+            return Ok(respond(status, headers, body, &rounds.extra_headers));
         }
         round += 1;
         let output = match answer.get("output") {
@@ -265,12 +255,6 @@ pub async fn run_json(mut rounds: Rounds, mut clock: Clock) -> Response {
         };
         rounds.prepare_next(&output, &calls, round).await;
     }
-}
-
-fn finish(state: &AppState, clock: &Clock, response: Response, status: u16) -> Response {
-    state.metrics.observe_request(ROUTE, "POST", status);
-    state.metrics.observe_overhead(ROUTE, clock.overhead());
-    response
 }
 
 async fn read_all(state: &AppState, upstream: UpstreamResponse) -> Result<Bytes, ProxyError> {
@@ -283,9 +267,9 @@ async fn read_all(state: &AppState, upstream: UpstreamResponse) -> Result<Bytes,
             .map_err(|e| ProxyError::UpstreamUnreachable(format!("reading the answer: {e}")))?;
         let held = first.as_ref().map_or(0, Bytes::len) + buf.len();
         if held + chunk.len() > MAX_ANSWER_BYTES {
-            return Err(ProxyError::UpstreamUnreachable(
-                "answer larger than 64 MiB".into(),
-            ));
+            return Err(ProxyError::AnswerTooLarge {
+                limit: MAX_ANSWER_BYTES,
+            });
         }
         match first.take() {
             None if buf.is_empty() => first = Some(chunk),

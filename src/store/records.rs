@@ -1,0 +1,416 @@
+//! Every record ctxgate keeps in the store, its key, and the typed way to read and write it.
+//!
+//! The stages never build a [`Record`] by hand: they read a record as its type with [`Records::get_json`] and
+//! write one with [`Records::put_json_durably`] (awaited: a marker's original must be safe before the request
+//! carrying the marker leaves) or [`Records::put_json_later`] (in the background, on the tracked task set, so it
+//! lands even when the client hangs up). The offline commands and the report read the same types through the same
+//! keys. Every record type carries a format version and tolerates unknown fields, so an upgrade or a rollback never
+//! strands data.
+//!
+//! | namespace      | key                        | record                         |
+//! |----------------|----------------------------|--------------------------------|
+//! | `Originals`    | hash                       | [`OriginalMeta`] line + text   |
+//! | `Compressed`   | [`compressed_key`]         | [`CompressedForm`]             |
+//! | `Folds`        | [`fold_key`]               | [`FoldRecord`]                 |
+//! | `FailedFolds`  | anchor key                 | [`FailedFold`]                 |
+//! | `Aliases`      | the response id the client saw | [`Alias`]                  |
+//! | `Counters`     | [`SUGGESTIONS_KEY`]        | [`SuggestionBook`] (per tenant) |
+//! | `Counters`     | [`TOTALS_KEY`]             | [`SavingsTotals`] (no tenant)  |
+//!
+//! An original is the exact text a marker stands for; it is stored under its hash (per tenant) with a small header
+//! saying where it came from. The compressed form is stored per conversation anchor, so the same original in the
+//! same conversation always becomes the same bytes — after a restart or a configuration change too.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::task::TaskTracker;
+
+use super::{Namespace, Record, Store, StoreError};
+use crate::clock::Clock;
+pub use crate::expand::suggest::SuggestionBook;
+pub use crate::fold::{FailedFold, FoldRecord};
+pub use crate::telemetry::SavingsTotals;
+
+/// Store key (Counters namespace) of a tenant's keep-pattern statistics.
+pub const SUGGESTIONS_KEY: &str = "suggestions";
+/// Where the savings totals are kept across restarts (Counters namespace, no tenant: they are the instance's).
+pub const TOTALS_TENANT: &str = "";
+pub const TOTALS_KEY: &str = "savings_totals";
+/// Response-id aliases live as long as the upstream keeps responses (30 days).
+pub const ALIAS_TTL_SECS: u64 = 30 * 24 * 3600;
+
+use serde::Deserialize;
+
+pub const RECORD_VERSION: u32 = 1;
+
+/// What is known of an original besides its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginalMeta {
+    pub v: u32,
+    /// The tool whose output this was (empty for a message).
+    #[serde(default)]
+    pub tool: String,
+    #[serde(default)]
+    pub kind: String,
+    /// The relevance terms the compression used.
+    #[serde(default)]
+    pub query: Vec<String>,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub tokens_before: u64,
+    #[serde(default)]
+    pub tokens_after: u64,
+}
+
+/// Encodes an original record: the header as one JSON line, then the original's bytes untouched.
+pub fn encode_original(meta: &OriginalMeta, original: &str) -> Vec<u8> {
+    let mut out = serde_json::to_vec(meta).unwrap_or_else(|_| b"{}".to_vec());
+    out.push(b'\n');
+    out.extend_from_slice(original.as_bytes());
+    out
+}
+
+/// Splits an original record into its header and text; `None` if it is not one.
+pub fn decode_original(bytes: &[u8]) -> Option<(OriginalMeta, String)> {
+    let newline = bytes.iter().position(|b| *b == b'\n')?;
+    let meta: OriginalMeta = serde_json::from_slice(&bytes[..newline]).ok()?;
+    let text = String::from_utf8(bytes[newline + 1..].to_vec()).ok()?;
+    Some((meta, text))
+}
+
+/// A stored compressed form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompressedForm {
+    pub v: u32,
+    pub text: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub tokens_before: u64,
+    #[serde(default)]
+    pub tokens_after: u64,
+    /// The conversation decided, at first sight, to send this original verbatim (its saving could not pay for
+    /// its marker then): remembered so that every later turn, and a restart, sends the same bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verbatim: bool,
+}
+
+/// Store key of a compressed form: per conversation anchor, per original.
+pub fn compressed_key(anchor_key: &str, hash: &str) -> String {
+    format!("{anchor_key}/{hash}")
+}
+
+/// Store key of a fold record: per conversation anchor, per folded prefix.
+pub fn fold_key(anchor_key: &str, prefix_hash: &str) -> String {
+    format!("{anchor_key}/{prefix_hash}")
+}
+
+/// The key prefix under which a conversation's fold records are listed.
+pub fn fold_prefix(anchor_key: &str) -> String {
+    format!("{anchor_key}/")
+}
+
+/// What ctxgate remembers of a response id it handed a client.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Alias {
+    pub v: u32,
+    /// The id of the last round the upstream really made.
+    pub real_id: String,
+    /// Whether that turn's input carried markers (the server-side history then does too).
+    #[serde(default)]
+    pub markers: bool,
+}
+
+/// The store as the stages see it: typed records, the clock that dates them, and the task set that carries
+/// writes to completion.
+#[derive(Clone)]
+pub struct Records {
+    store: Arc<dyn Store>,
+    tasks: TaskTracker,
+    clock: Clock,
+}
+
+impl Records {
+    pub fn new(store: Arc<dyn Store>, tasks: TaskTracker, clock: Clock) -> Records {
+        Records {
+            store,
+            tasks,
+            clock,
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.unix_now()
+    }
+
+    /// The live record at `key`, decoded as `T`; `None` when missing, expired or unreadable as `T` (a record of a
+    /// format this build does not know is treated as absent, never misread).
+    pub async fn get_json<T: DeserializeOwned>(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+    ) -> Result<Option<T>, StoreError> {
+        get_json(self.store.as_ref(), ns, tenant, key, self.now()).await
+    }
+
+    /// The live records of a tenant whose key starts with `prefix` (at most `limit`), each decoded as `T`; the
+    /// unreadable ones are skipped.
+    pub async fn scan_json<T: DeserializeOwned>(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<T>, StoreError> {
+        let rows = self
+            .store
+            .scan_prefix(ns, tenant, prefix, limit, self.now())
+            .await?;
+        Ok(rows.iter().filter_map(|(_, r)| decode(r)).collect())
+    }
+
+    /// Writes `value` and waits until it is durable; the write itself runs on the tracked task set, so it
+    /// completes even if the request that asked for it is cancelled meanwhile.
+    pub async fn put_json_durably<T: Serialize>(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        value: &T,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let bytes =
+            serde_json::to_vec(value).map_err(|e| StoreError::Io(format!("encoding: {e}")))?;
+        self.put_bytes_durably(ns, tenant, key, bytes, expires_at)
+            .await
+    }
+
+    /// Writes `value` in the background (tracked: shutdown waits for it); a failure is logged with `what`.
+    pub fn put_json_later<T: Serialize>(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        value: &T,
+        expires_at: Option<u64>,
+        what: &'static str,
+    ) {
+        let Ok(bytes) = serde_json::to_vec(value) else {
+            tracing::warn!(what, "could not encode a record");
+            return;
+        };
+        let record = Record {
+            value: bytes,
+            created_at: self.now(),
+            expires_at,
+        };
+        let (store, tenant, key) = (self.store.clone(), tenant.to_string(), key.to_string());
+        self.tasks.spawn(async move {
+            if let Err(e) = store.put(ns, &tenant, &key, record).await {
+                tracing::warn!(error = %e, namespace = ns.as_str(), "could not store {what}");
+            }
+        });
+    }
+
+    /// Writes several records of one namespace in one transaction (where the backend has them), all with the same
+    /// expiry; values that do not encode are skipped and logged.
+    pub async fn put_many_json<T: Serialize>(
+        &self,
+        ns: Namespace,
+        rows: Vec<(String, String, T)>,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let now = self.now();
+        let records = rows
+            .into_iter()
+            .filter_map(|(tenant, key, value)| match serde_json::to_vec(&value) {
+                Ok(value) => Some((tenant, key, Record { value, created_at: now, expires_at })),
+                Err(e) => {
+                    tracing::warn!(error = %e, namespace = ns.as_str(), "could not encode a record");
+                    None
+                }
+            })
+            .collect();
+        self.store.put_many(ns, records).await
+    }
+
+    /// Stores several originals (tenant, hash, text with its meta) in one transaction, durably, on the tracked
+    /// task set: no request may carry their markers before this returns.
+    pub async fn put_originals_durably(
+        &self,
+        rows: Vec<(String, String, &OriginalMeta, &str)>,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        let records: Vec<(String, String, Record)> = rows
+            .into_iter()
+            .map(|(tenant, hash, meta, text)| {
+                let value = encode_original(meta, text);
+                (
+                    tenant,
+                    hash,
+                    Record {
+                        value,
+                        created_at: now,
+                        expires_at,
+                    },
+                )
+            })
+            .collect();
+        let store = self.store.clone();
+        self.tasks
+            .spawn(async move { store.put_many(Namespace::Originals, records).await })
+            .await
+            .map_err(|e| StoreError::Io(format!("store task: {e}")))?
+    }
+
+    /// Moves the expiry of live records forward in the background; a failure is logged with `what`.
+    pub fn touch_later(
+        &self,
+        ns_keys: Vec<(Namespace, String)>,
+        tenant: &str,
+        expires_at: Option<u64>,
+        what: &'static str,
+    ) {
+        if ns_keys.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let (store, tenant) = (self.store.clone(), tenant.to_string());
+        self.tasks.spawn(async move {
+            for (ns, key) in ns_keys {
+                if let Err(e) = store.touch(ns, &tenant, &key, expires_at, now).await {
+                    tracing::warn!(error = %e, "could not refresh {what}");
+                }
+            }
+        });
+    }
+
+    /// Runs `work` on the tracked task set: it completes even when the request that started it is dropped.
+    pub fn spawn<F>(&self, work: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(work)
+    }
+
+    /// Stores an original under its hash, durably: no request may carry its marker before this returns.
+    pub async fn put_original(
+        &self,
+        tenant: &str,
+        hash: &str,
+        meta: &OriginalMeta,
+        text: &str,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let bytes = encode_original(meta, text);
+        self.put_bytes_durably(Namespace::Originals, tenant, hash, bytes, expires_at)
+            .await
+    }
+
+    /// Reads an original back (for expansion), live at this clock's now.
+    pub async fn load_original(
+        &self,
+        tenant: &str,
+        hash: &str,
+    ) -> Result<Option<(OriginalMeta, String)>, StoreError> {
+        Ok(self
+            .store
+            .get(Namespace::Originals, tenant, hash, self.now())
+            .await?
+            .and_then(|r| decode_original(&r.value)))
+    }
+
+    async fn put_bytes_durably(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        value: Vec<u8>,
+        expires_at: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let (store, tenant, key) = (self.store.clone(), tenant.to_string(), key.to_string());
+        let record = Record {
+            value,
+            created_at: self.now(),
+            expires_at,
+        };
+        self.tasks
+            .spawn(async move { store.put(ns, &tenant, &key, record).await })
+            .await
+            .map_err(|e| StoreError::Io(format!("store task: {e}")))?
+    }
+}
+
+/// The live record at `key` in any store, decoded as `T` (the offline commands read through this too).
+pub async fn get_json<T: DeserializeOwned>(
+    store: &dyn Store,
+    ns: Namespace,
+    tenant: &str,
+    key: &str,
+    now: u64,
+) -> Result<Option<T>, StoreError> {
+    Ok(store
+        .get(ns, tenant, key, now)
+        .await?
+        .and_then(|r| decode(&r)))
+}
+
+/// A stored record read as `T`; `None` when it is not one (another format, or corrupt).
+pub fn decode<T: DeserializeOwned>(record: &Record) -> Option<T> {
+    serde_json::from_slice(&record.value).ok()
+}
+
+/// Reads an original back from any store (expansion, the CLI, tests).
+pub async fn load_original(
+    store: &dyn Store,
+    tenant: &str,
+    hash: &str,
+) -> Result<Option<(OriginalMeta, String)>, StoreError> {
+    Ok(store
+        .get(Namespace::Originals, tenant, hash, super::unix_now())
+        .await?
+        .and_then(|r| decode_original(&r.value)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
+    use super::*;
+
+    #[test]
+    fn original_round_trips_byte_for_byte() {
+        let meta = OriginalMeta {
+            v: RECORD_VERSION,
+            tool: "shell".into(),
+            ..OriginalMeta::default()
+        };
+        let text = "line one\n{\"json\": true}\n\u{1f600}\n";
+        let (m, t) = decode_original(&encode_original(&meta, text)).unwrap();
+        assert_eq!(m, meta);
+        assert_eq!(t, text);
+        // A later version's extra fields are tolerated.
+        let future = b"{\"v\":2,\"tool\":\"x\",\"new_field\":[1]}\nbody";
+        assert_eq!(decode_original(future).unwrap().1, "body");
+        assert!(decode_original(b"no header").is_none());
+    }
+}

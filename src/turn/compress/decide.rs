@@ -1,0 +1,140 @@
+//! The compress stage's decision: which of a turn's new compressions are sent.
+//!
+//! Each new text is decided once, for the whole conversation: it is compressed when its saving pays for its own
+//! marker and — while the conversation carries no marker yet — when the request's new texts together pay for the
+//! expand tool and directive the first marker brings, and for the provider's cached prefix that the changed head
+//! makes it read again. The originals of the texts sent compressed are stored in one durable transaction before the
+//! request leaves; a text whose original could not be stored goes verbatim, and its decision is not remembered.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::forms::{Context, Fresh, MarkerUse};
+use super::{CompressStage, Compression, Pending, TextState};
+use crate::responses::Item;
+use crate::responses::shape::rewrite_texts;
+
+impl CompressStage {
+    /// The compressed items (index, form) among `pending`; every decision made is remembered.
+    pub(super) async fn decide(
+        &self,
+        ctx: &Context<'_>,
+        request_id: &str,
+        items: &[Item],
+        mut pending: Vec<Pending<'_>>,
+        has_marker: bool,
+    ) -> Vec<(usize, Arc<Compression>)> {
+        let mut out = Vec::new();
+        // Each new text is decided once, here, for the whole conversation: it is compressed when its saving pays
+        // for its own marker and — while the conversation has no marker yet — when the request's new texts
+        // together pay for the expand tool and directive the first marker brings.
+        let min_item = self.settings.min_item_saved_tokens;
+        let worthy = |f: &Fresh| f.before.saturating_sub(f.after) >= min_item;
+        let new_saving: u64 = pending
+            .iter()
+            .flat_map(|p| &p.texts)
+            .filter_map(|(_, s)| match s {
+                TextState::Fresh(f) if worthy(f) => Some(f.before.saturating_sub(f.after)),
+                _ => None,
+            })
+            .sum();
+        // The first marker also changes the request's head (tool and directive), so the provider's cached prefix
+        // before the new items is paid in full once: the saving must be worth a share of it too.
+        let first_new = pending
+            .iter()
+            .find(|p| {
+                p.texts
+                    .iter()
+                    .any(|(_, s)| matches!(s, TextState::Fresh(f) if worthy(f)))
+            })
+            .map_or(0, |p| p.index);
+        let cached_before: u64 = items[..first_new]
+            .iter()
+            .map(|i| i.json_len() as u64)
+            .sum::<u64>()
+            / 4;
+        let first_threshold = self
+            .settings
+            .min_saved_tokens
+            .max(cached_before.saturating_mul(self.settings.min_saved_prefix_percent) / 100);
+        let pays = has_marker || new_saving >= first_threshold;
+        // Every new original of this request goes to the store in one durable transaction.
+        let mut batch = Vec::new();
+        let mut owners = Vec::new();
+        for (p, item) in pending.iter_mut().enumerate() {
+            let mut kept = Vec::with_capacity(item.texts.len());
+            for (text, state) in std::mem::take(&mut item.texts) {
+                match state {
+                    TextState::Fresh(f) if pays && worthy(&f) => {
+                        owners.push(p);
+                        batch.push((text, item.tool, item.seam, f));
+                    }
+                    other => kept.push((text, other)),
+                }
+            }
+            item.texts = kept;
+        }
+        let mut committed: Vec<Vec<(String, String, MarkerUse)>> =
+            pending.iter().map(|_| Vec::new()).collect();
+        if !batch.is_empty() {
+            match self.commit_all(ctx, batch).await {
+                Ok(done) => {
+                    for (p, entry) in owners.into_iter().zip(done) {
+                        committed[p].push(entry);
+                    }
+                }
+                Err(e) => {
+                    // Nothing is sent behind a marker whose original is not safe: these texts go verbatim.
+                    tracing::warn!(request_id = %request_id, error = %e, "originals not stored; texts left verbatim");
+                    for p in owners {
+                        self.skipped("store_failed");
+                        pending[p].faulted = true;
+                    }
+                }
+            }
+        }
+        for (mut item, committed) in pending.into_iter().zip(committed) {
+            let mut replaced: HashMap<String, String> = HashMap::new();
+            let mut markers = Vec::new();
+            for (text, new, marker) in committed {
+                markers.push(marker);
+                replaced.insert(text, new);
+            }
+            for (text, state) in std::mem::take(&mut item.texts) {
+                match state {
+                    TextState::Known(new, marker) => {
+                        markers.push(marker);
+                        replaced.insert(text, new);
+                    }
+                    TextState::Verbatim => {}
+                    TextState::Fresh(f) => {
+                        self.skipped("small_saving");
+                        self.remember_verbatim(ctx, f.form_key);
+                    }
+                }
+            }
+            let found = if replaced.is_empty() {
+                None
+            } else {
+                let sources = std::mem::take(&mut item.sources);
+                rewrite_texts(item.value, item.shape, item.text_min, |t| {
+                    replaced.get(t).cloned()
+                })
+                .map(|value| {
+                    Arc::new(Compression {
+                        value,
+                        markers,
+                        sources,
+                    })
+                })
+            };
+            if !item.faulted {
+                self.rewrites.insert(item.memo_key, found.clone());
+            }
+            if let Some(c) = found {
+                out.push((item.index, c));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,429 @@
+//! The compress stage: large tool outputs and live-zone texts replaced by ctxzip's compressed form.
+//!
+//! For each large item of the input it decides whether the item may be compressed (its seam, its position, its
+//! tool, whether it reports an error), then takes the compressed form this conversation already uses for that
+//! original — from memory, else from the store — or makes one with [`ctxzip::compress`]. A new original is written
+//! durably before the request carrying its marker leaves; if that write fails the item goes verbatim. Every marker
+//! a request carries refreshes its original's expiry and counts its saving again (wire savings); each response gets
+//! `x-ctxgate-compressed` and `x-ctxgate-saved-tokens`.
+
+use std::sync::Arc;
+
+mod decide;
+mod forms;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::Turn;
+use super::memo::{Memo, key_of};
+use super::stage::{Stage, StageError};
+use crate::config::compress::{CompressSettings, Failures};
+use crate::ctxzip;
+use crate::expand::tool::EXPAND_TOOL;
+use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
+use crate::store::records::{Records, compressed_key};
+use crate::telemetry::{Metrics, ReasonLabels};
+use forms::{Context, Fresh, Known, MarkerUse};
+
+pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
+pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
+const MEMO_CAPACITY: usize = 50_000;
+
+/// One text of a candidate item, as this turn sees it.
+enum TextState {
+    /// Compressed on an earlier turn (or just now): these bytes replace it.
+    Known(String, MarkerUse),
+    /// Compressible, awaiting the conversation-wide decision.
+    Fresh(Fresh),
+    /// Sent as it is.
+    Verbatim,
+}
+
+/// A candidate item whose decision is made this turn.
+struct Pending<'a> {
+    index: usize,
+    memo_key: u128,
+    value: &'a Value,
+    shape: &'a Shape,
+    tool: &'a str,
+    seam: &'static str,
+    /// Texts this long or longer are looked at (and rewritten).
+    text_min: usize,
+    texts: Vec<(String, TextState)>,
+    /// Earlier items (index, content key) that a text's compressed form may point back to.
+    sources: Vec<(usize, u128)>,
+    /// A store fault left a text verbatim this turn: the decision is not remembered, the next turn tries again.
+    faulted: bool,
+}
+
+/// An item's compressed form, independent of where in the transcript it stands.
+#[derive(Debug)]
+struct Compression {
+    value: Value,
+    markers: Vec<MarkerUse>,
+    /// Earlier items (index, content key) the form points back to ([`ctxzip::repeats`]): it stands only where
+    /// they stand before it, the same.
+    sources: Vec<(usize, u128)>,
+}
+
+pub struct CompressStage {
+    settings: CompressSettings,
+    records: Records,
+    metrics: Arc<Metrics>,
+    /// Shape and longest text of an item, by its bytes.
+    shapes: Memo<Arc<(Shape, usize)>>,
+    /// The compressed form (or `None`: verbatim whatever its position) by tenant, anchor and item bytes.
+    rewrites: Memo<Option<Arc<Compression>>>,
+    /// The expiry last given to an original, by tenant and hash, so refreshes are written only when due.
+    expiries: Memo<u64>,
+}
+
+impl CompressStage {
+    pub fn new(settings: CompressSettings, records: Records, metrics: Arc<Metrics>) -> Self {
+        CompressStage {
+            settings,
+            records,
+            metrics,
+            shapes: Memo::new(MEMO_CAPACITY),
+            rewrites: Memo::new(MEMO_CAPACITY),
+            expiries: Memo::new(MEMO_CAPACITY),
+        }
+    }
+
+    fn skipped(&self, reason: &'static str) {
+        self.metrics
+            .compress_skipped
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    fn shape(&self, raw_key: u128, item: &crate::responses::Item) -> Option<Arc<(Shape, usize)>> {
+        if let Some(s) = self.shapes.get(raw_key) {
+            return Some(s);
+        }
+        let value = item.value()?;
+        let shape = shape_of(value);
+        let longest = longest_text(value, &shape);
+        let entry = Arc::new((shape, longest));
+        self.shapes.insert(raw_key, entry.clone());
+        Some(entry)
+    }
+}
+
+/// Whether an item may be compressed at its position: tool outputs unless among the `protect_recent` last; live-zone
+/// items unless in the frozen prefix (the first item) or the most recent turns.
+struct Positions {
+    recent_outputs_from: usize,
+    recent_turns_from: usize,
+}
+
+impl Positions {
+    fn allows(&self, index: usize, shape: &Shape) -> bool {
+        match shape {
+            Shape::Output { function: true, .. } => index < self.recent_outputs_from,
+            _ => index > 0 && index < self.recent_turns_from,
+        }
+    }
+}
+
+#[async_trait]
+impl Stage for CompressStage {
+    fn name(&self) -> &'static str {
+        "compress"
+    }
+
+    async fn apply(&self, turn: &mut Turn) -> Result<(), StageError> {
+        if !self.settings.enabled {
+            return Ok(());
+        }
+        let Some(items) = turn.body.items() else {
+            turn.add_response_header(COMPRESSED_HEADER, "0".into());
+            turn.add_response_header(SAVED_HEADER, "0".into());
+            return Ok(());
+        };
+        let min = self.settings.min_tool_output_chars;
+        // Outputs that repeat an earlier output's lines are worth a look from a smaller size on.
+        let min_repeat = match self.settings.min_repeat_chars {
+            0 => min,
+            n => n.min(min),
+        };
+        // An item whose whole JSON is shorter than the threshold has no text that long: most turns stop here.
+        if items.iter().all(|i| i.json_len() < min_repeat) {
+            turn.add_response_header(COMPRESSED_HEADER, "0".into());
+            turn.add_response_header(SAVED_HEADER, "0".into());
+            return Ok(());
+        }
+        let raw_keys: Vec<u128> = items
+            .iter()
+            .map(crate::responses::Item::content_key)
+            .collect();
+        let mut shapes = Vec::with_capacity(items.len());
+        for (item, key) in items.iter().zip(&raw_keys) {
+            shapes.push(self.shape(*key, item));
+        }
+        let shape_at = |i: usize| shapes[i].as_deref().map(|(s, _)| s);
+        let is_candidate = |i: usize| match shapes[i].as_deref() {
+            Some((Shape::Output { .. }, longest)) => *longest >= min_repeat,
+            Some((Shape::AssistantMessage, longest)) => *longest >= min,
+            Some((Shape::UserMessage { .. }, longest)) => {
+                self.settings.user_messages && *longest >= min
+            }
+            _ => false,
+        };
+        let candidates: Vec<usize> = (0..items.len()).filter(|i| is_candidate(*i)).collect();
+        if candidates.is_empty() {
+            turn.add_response_header(COMPRESSED_HEADER, "0".into());
+            turn.add_response_header(SAVED_HEADER, "0".into());
+            return Ok(());
+        }
+        // Borrowed from the shapes: a long transcript has thousands of calls, and this runs every turn.
+        let mut calls: rustc_hash::FxHashMap<&str, (&str, &str)> = rustc_hash::FxHashMap::default();
+        let mut first_user = "";
+        let mut user_positions = Vec::new();
+        let mut function_outputs = Vec::new();
+        // Each output's position among the request's outputs, and the item index of each: what repeats count in.
+        let mut ordinals: Vec<Option<usize>> = vec![None; items.len()];
+        let mut outputs: Vec<usize> = Vec::new();
+        for i in 0..items.len() {
+            match shape_at(i) {
+                Some(Shape::Call {
+                    call_id,
+                    name,
+                    arguments,
+                }) => {
+                    calls.insert(call_id.as_str(), (name.as_str(), arguments.as_str()));
+                }
+                Some(Shape::UserMessage { text }) => {
+                    if user_positions.is_empty() {
+                        first_user = text.as_str();
+                    }
+                    user_positions.push(i);
+                }
+                Some(Shape::Output { function, .. }) => {
+                    outputs.push(i);
+                    if *function {
+                        function_outputs.push(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (ordinal, &i) in outputs.iter().enumerate() {
+            ordinals[i] = Some(ordinal);
+        }
+        let protect_turns = self.settings.protect_recent_turns;
+        let positions = Positions {
+            recent_outputs_from: match self.settings.protect_recent {
+                0 => usize::MAX,
+                n => function_outputs
+                    .iter()
+                    .rev()
+                    .nth(n - 1)
+                    .copied()
+                    .unwrap_or(0),
+            },
+            recent_turns_from: match protect_turns {
+                0 => usize::MAX,
+                n if user_positions.len() >= n => user_positions[user_positions.len() - n],
+                _ => 0,
+            },
+        };
+        let first_user = first_user.to_string();
+        let anchor_key = turn.anchor_key(None);
+        let tenant = turn.tenant().to_string();
+        let Some(items) = turn.body.items() else {
+            return Ok(());
+        };
+        let ctx = Context {
+            tenant: &tenant,
+            first_user: &first_user,
+            request_id: &turn.request_id,
+        };
+        let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
+        let mut pending: Vec<Pending<'_>> = Vec::new();
+        // The earlier outputs new ones may repeat, indexed once, when a new output first needs them.
+        let repeat_opts = ctxzip::Options {
+            keep_patterns: self.settings.keep_patterns.clone(),
+            ..ctxzip::Options::default()
+        };
+        let mut seen: Option<ctxzip::repeats::Seen<'_>> = None;
+        let build_seen = || {
+            let new_ordinals = candidates.iter().filter_map(|i| ordinals[*i]);
+            let (lo, hi) = new_ordinals.fold((usize::MAX, 0), |(lo, hi), o| (lo.min(o), hi.max(o)));
+            let mut earlier = Vec::new();
+            for (ordinal, &idx) in outputs
+                .iter()
+                .enumerate()
+                .take(hi)
+                .skip(lo.saturating_sub(ctxzip::repeats::WINDOW))
+            {
+                let (Some(value), Some(Shape::Output { call_id, .. })) =
+                    (items[idx].value(), shape_at(idx))
+                else {
+                    continue;
+                };
+                for text in crate::responses::shape::item_texts(
+                    value,
+                    &Shape::Output {
+                        call_id: String::new(),
+                        function: true,
+                    },
+                ) {
+                    earlier.push(ctxzip::repeats::Earlier {
+                        ordinal,
+                        label: call_id.as_str(),
+                        text,
+                    });
+                }
+            }
+            ctxzip::repeats::Seen::new(earlier)
+        };
+        // Whether this conversation already carries a marker (so the expand tool is paid for).
+        let mut has_marker = false;
+        for i in candidates.iter().copied() {
+            let Some(shape) = shape_at(i) else { continue };
+            if !positions.allows(i, shape) {
+                continue;
+            }
+            let call = match shape {
+                Shape::Output { call_id, .. } => calls.get(call_id.as_str()),
+                _ => None,
+            };
+            let (tool, arguments) = call.copied().unwrap_or(("", ""));
+            if tool == EXPAND_TOOL || self.settings.exclude_tools.iter().any(|t| t == tool) {
+                self.skipped("excluded_tool");
+                continue;
+            }
+            let memo_key = key_of(&[
+                tenant.as_bytes(),
+                anchor_key.as_bytes(),
+                &raw_keys[i].to_le_bytes(),
+            ]);
+            if let Some(known) = self.rewrites.get(memo_key) {
+                // A form that points back to earlier outputs is reused only where they stand before it, the same.
+                let stands = known.as_ref().is_none_or(|c| {
+                    c.sources
+                        .iter()
+                        .all(|(s, key)| *s < i && raw_keys.get(*s) == Some(key))
+                });
+                if stands {
+                    if let Some(c) = known {
+                        has_marker = true;
+                        rewrites.push((i, c));
+                    }
+                    continue;
+                }
+            }
+            let Some(value) = items[i].value() else {
+                continue;
+            };
+            let seam = if matches!(shape, Shape::Output { function: true, .. }) {
+                "tool_output"
+            } else {
+                "live_zone"
+            };
+            let text_min = match shape {
+                Shape::Output { .. } => min_repeat,
+                _ => min,
+            };
+            let mut item = Pending {
+                index: i,
+                memo_key,
+                value,
+                shape,
+                tool,
+                seam,
+                text_min,
+                texts: Vec::new(),
+                sources: Vec::new(),
+                faulted: false,
+            };
+            let mut texts = Vec::new();
+            let _ = rewrite_texts(value, shape, text_min, |t| {
+                texts.push(t.to_string());
+                None
+            });
+            for text in texts {
+                if ctxzip::contains_marker(&text) {
+                    continue;
+                }
+                if matches!(shape, Shape::Output { .. })
+                    && self.settings.failures == Failures::Verbatim
+                    && ctxzip::verbatim::looks_like_error_output(&text)
+                {
+                    self.skipped("error_output");
+                    continue;
+                }
+                let by_kind = text.len() >= min;
+                let repeats = match ordinals[i] {
+                    Some(ordinal) if self.settings.min_repeat_chars > 0 => {
+                        let index = seen.get_or_insert_with(build_seen);
+                        ctxzip::repeats::find(&text, ordinal, index, &repeat_opts)
+                    }
+                    _ => None,
+                };
+                if !by_kind && repeats.is_none() {
+                    continue;
+                }
+                let hash = ctxzip::hash_of(&text);
+                // A form that points back to earlier outputs is remembered with what it points to.
+                let form_key = match (&repeats, &seen) {
+                    (Some(r), Some(index)) => {
+                        for ordinal in r.sources(index) {
+                            if let Some(&s) = outputs.get(ordinal) {
+                                item.sources.push((s, raw_keys[s]));
+                            }
+                        }
+                        compressed_key(&anchor_key, &format!("{hash}~{}", r.context()))
+                    }
+                    _ => compressed_key(&anchor_key, &hash),
+                };
+                let in_context = repeats.as_ref().zip(seen.as_ref());
+                let state = match self.known(&ctx, (&text, &hash), tool, &form_key).await {
+                    Ok(Known::Compressed(new, marker)) => {
+                        has_marker = true;
+                        TextState::Known(new, marker)
+                    }
+                    Ok(Known::Verbatim) => TextState::Verbatim,
+                    Ok(Known::New) => {
+                        match self.fresh(&ctx, &text, arguments, form_key, by_kind, in_context) {
+                            Some(f) => TextState::Fresh(f),
+                            None => TextState::Verbatim,
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(request_id = %turn.request_id, error = %e, "store unreadable; text left verbatim");
+                        self.skipped("store_failed");
+                        item.faulted = true;
+                        TextState::Verbatim
+                    }
+                };
+                item.texts.push((text, state));
+            }
+            pending.push(item);
+        }
+        rewrites.extend(
+            self.decide(&ctx, &turn.request_id, items, pending, has_marker)
+                .await,
+        );
+        let markers: Vec<MarkerUse> = rewrites
+            .iter()
+            .flat_map(|(_, c)| c.markers.iter().cloned())
+            .collect();
+        let wire_saved: u64 = markers.iter().map(|m| m.saved_tokens).sum();
+        self.refresh(&tenant, &markers);
+        let count = rewrites.len();
+        for (i, c) in rewrites {
+            turn.body.replace_item(i, c.value.clone());
+        }
+        self.metrics.wire_saved_tokens.inc_by(wire_saved);
+        self.metrics
+            .savings
+            .wire_saved_tokens
+            .fetch_add(wire_saved, std::sync::atomic::Ordering::Relaxed);
+        turn.add_response_header(COMPRESSED_HEADER, count.to_string());
+        turn.add_response_header(SAVED_HEADER, wire_saved.to_string());
+        Ok(())
+    }
+}

@@ -1,0 +1,109 @@
+//! `POST /v1/responses`: the turn pipeline, from the request's bytes to the relayed answer.
+//!
+//! parse → tenant → stages → serialize → send → relay. The body is read whole (a stage needs all of it), parsed
+//! into a [`RequestBody`] that keeps the client's bytes, handed to the configured stages, and serialized; with no
+//! stage changing anything the upstream receives the client's exact bytes. A body ctxgate cannot read as a
+//! Responses request (not JSON, compressed, not an object) is forwarded unchanged: the upstream is the judge of
+//! what is valid, not the proxy.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::response::Response;
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+
+use super::Turn;
+use super::expand::rounds;
+use super::stage::run_stages;
+use crate::proxy::auth::Caller;
+use crate::proxy::error::ProxyError;
+use crate::proxy::{Outbound, UpstreamWait, forward, path_and_query, relay};
+use crate::responses::RequestBody;
+use crate::state::AppState;
+
+const ROUTE: &str = "responses";
+
+/// `POST /v1/responses`; the edge has authenticated the caller and records status and overhead.
+pub async fn handle(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Extension(wait): Extension<UpstreamWait>,
+    request: Request,
+) -> Result<Response, ProxyError> {
+    let (parts, body) = request.into_parts();
+    let bytes = read_body(body, &parts.headers, state.config.max_body_bytes).await?;
+    let request_id = state.next_request_id();
+    let path_and_query = path_and_query(&parts.uri);
+    let (outgoing, response_headers) = if has_content_encoding(&parts.headers) {
+        (bytes, Vec::new())
+    } else {
+        match RequestBody::parse(bytes.clone()) {
+            Err(e) => {
+                tracing::debug!(%request_id, error = %e, "body is not a Responses request; forwarded unchanged");
+                (bytes, Vec::new())
+            }
+            Ok(parsed) => {
+                let mut turn = Turn::new(
+                    request_id.clone(),
+                    caller.clone(),
+                    parsed,
+                    parts.headers.clone(),
+                );
+                if !turn.bypass() {
+                    run_stages(&state.stages, &mut turn, &state.metrics).await?;
+                }
+                if turn.expand_active {
+                    // The last phase: the proxy may have to answer context_expand calls, so it reads the answer
+                    // and runs the rounds.
+                    return rounds::run(state, turn, path_and_query, &wait).await;
+                }
+                (turn.body.to_bytes(), turn.response_headers)
+            }
+        }
+    };
+    let len = outgoing.len();
+    let outbound = Outbound {
+        method: Method::POST,
+        path_and_query: &path_and_query,
+        client_headers: &parts.headers,
+        body: reqwest::Body::from(outgoing),
+        body_len: Some(len),
+    };
+    let upstream = forward(&state, ROUTE, &wait, &caller, outbound)
+        .await
+        .map_err(|e| e.into_proxy_error())?;
+    tracing::debug!(%request_id, status = upstream.response.status().as_u16(), "turn relayed");
+    Ok(relay(&state, upstream, response_headers))
+}
+
+fn has_content_encoding(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
+}
+
+/// Reads the whole body, refusing it as soon as it passes `limit` (or up front when `Content-Length` says so).
+pub async fn read_body(body: Body, headers: &HeaderMap, limit: u64) -> Result<Bytes, ProxyError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ProxyError::BodyTooLarge { limit });
+    }
+    let capacity = declared.unwrap_or(0).min(limit) as usize;
+    let mut buf = BytesMut::with_capacity(capacity);
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ProxyError::BadRequestBody(e.to_string()))?;
+        if (buf.len() + chunk.len()) as u64 > limit {
+            return Err(ProxyError::BodyTooLarge { limit });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.freeze())
+}
