@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     }]);
     let repeats = find(new, 1, &seen, &opts);
     let by_kind = new.len() % 3 == 0;
-    let Some(c) = compress_in_context(new, &opts, by_kind, repeats.as_ref().map(|r| (r, &seen)))
+    let Some(c) = compress_in_context((new, &hash_of(new)), &opts, by_kind, repeats.as_ref().map(|r| (r, &seen)))
     else {
         return;
     };
@@ -38,6 +38,6 @@ fuzz_target!(|data: &[u8]| {
     let hash = hash_of(new);
     let markers = find_markers(&c.text);
     assert!(!markers.is_empty() && markers.iter().all(|(h, _)| *h == hash));
-    let again = compress_in_context(new, &opts, by_kind, repeats.as_ref().map(|r| (r, &seen)));
+    let again = compress_in_context((new, &hash_of(new)), &opts, by_kind, repeats.as_ref().map(|r| (r, &seen)));
     assert_eq!(again, Some(c), "not deterministic");
 });

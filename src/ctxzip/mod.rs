@@ -117,10 +117,16 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// Compresses `original`, or `None` to leave it as it is: empty, already carrying a marker, source code
 /// without `compress_code`, or nothing smaller could be made.
 pub fn compress(original: &str, opts: &Options) -> Option<Compressed> {
+    compress_hashed(original, hash_of(original), opts)
+}
+
+/// [`compress`] for a caller that already has `hash_of(original)` (the proxy keys its records by it).
+pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> Option<Compressed> {
     if original.trim().is_empty() || original.contains(marker::MARKER_PREFIX) {
         return None;
     }
-    let ctx = Ctx::new(hash_of(original), opts);
+    debug_assert_eq!(hash, hash_of(original));
+    let ctx = Ctx::new(hash, opts);
     let (exec_header, rest) = split_exec_header(original);
     let (http_head, body) = split_http_head(rest);
     let header = &original[..exec_header.len() + http_head.len()];

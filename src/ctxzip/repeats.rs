@@ -16,7 +16,9 @@ use std::borrow::Cow;
 use rustc_hash::FxHashMap as FastMap;
 
 use super::relevance::Matcher;
-use super::{Compressed, Kind, Options, compress, hash_of, is_floor_line, keeps_floor, marker};
+use super::{
+    Compressed, Kind, Options, compress_hashed, hash_of, is_floor_line, keeps_floor, marker,
+};
 
 /// Earlier outputs a new one may point back to: the nearest this many before it.
 pub const WINDOW: usize = 64;
@@ -214,7 +216,15 @@ pub fn find(text: &str, ordinal: usize, seen: &Seen<'_>, opts: &Options) -> Opti
 /// `text` with each run of `repeats` replaced by a marker line naming where the same lines stand; `None` when that
 /// is not shorter or would hide an error line.
 pub fn render(original: &str, repeats: &Repeats, seen: &Seen<'_>) -> Option<Compressed> {
-    let hash = hash_of(original);
+    render_hashed(original, hash_of(original), repeats, seen)
+}
+
+fn render_hashed(
+    original: &str,
+    hash: String,
+    repeats: &Repeats,
+    seen: &Seen<'_>,
+) -> Option<Compressed> {
     let lines: Vec<&str> = original.split('\n').collect();
     let mut pieces: Vec<Cow<'_, str>> = Vec::with_capacity(lines.len());
     let mut next = 0;
@@ -258,18 +268,19 @@ pub fn render(original: &str, repeats: &Repeats, seen: &Seen<'_>) -> Option<Comp
 
 /// [`compress`] for a tool output that may repeat earlier outputs of its conversation: the shorter of the form by
 /// kind (when `by_kind`: the text is large enough for it) and the form that points back to the earlier outputs.
+/// `hash` is `hash_of(original)`, which the caller already has (the proxy keys its records by it).
 pub fn compress_in_context(
-    original: &str,
+    (original, hash): (&str, &str),
     opts: &Options,
     by_kind: bool,
     repeats: Option<(&Repeats, &Seen<'_>)>,
 ) -> Option<Compressed> {
     let own = if by_kind {
-        compress(original, opts)
+        compress_hashed(original, hash.to_owned(), opts)
     } else {
         None
     };
-    let pointing = repeats.and_then(|(r, seen)| render(original, r, seen));
+    let pointing = repeats.and_then(|(r, seen)| render_hashed(original, hash.to_owned(), r, seen));
     match (own, pointing) {
         (Some(a), Some(b)) => Some(if b.text.len() < a.text.len() { b } else { a }),
         (a, b) => a.or(b),

@@ -101,7 +101,7 @@ impl CompressStage {
     pub(super) fn fresh(
         &self,
         ctx: &Context<'_>,
-        text: &str,
+        (text, hash): (&str, &str),
         arguments: &str,
         form_key: String,
         by_kind: bool,
@@ -113,7 +113,7 @@ impl CompressStage {
             keep_patterns: self.settings.keep_patterns.clone(),
             compress_code: self.settings.code,
         };
-        let compressed = ctxzip::compress_in_context(text, &options, by_kind, repeats)?;
+        let compressed = ctxzip::compress_in_context((text, hash), &options, by_kind, repeats)?;
         Some(Fresh {
             form_key,
             before: ctxzip::estimate_tokens(text) as u64,

@@ -387,7 +387,14 @@ impl Stage for CompressStage {
                     }
                     Ok(Known::Verbatim) => TextState::Verbatim,
                     Ok(Known::New) => {
-                        match self.fresh(&ctx, &text, arguments, form_key, by_kind, in_context) {
+                        match self.fresh(
+                            &ctx,
+                            (&text, &hash),
+                            arguments,
+                            form_key,
+                            by_kind,
+                            in_context,
+                        ) {
                             Some(f) => TextState::Fresh(f),
                             None => TextState::Verbatim,
                         }
