@@ -22,16 +22,6 @@ fn sent(mock: &MockHandle) -> Vec<Value> {
     turn_requests(mock)
 }
 
-fn output_of(request: &Value, call_id: &str) -> String {
-    request["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
-        .and_then(|i| i["output"].as_str())
-        .unwrap()
-        .to_string()
-}
 
 /// A pytest run of a few hundred KB: thousands of passing tests, two failures with tracebacks and assertion
 /// explanations, a crash traceback in the middle, and the summary.

@@ -57,16 +57,6 @@ fn body(input: &[Value]) -> Value {
     json!({"model": "mock-ok", "prompt_cache_key": "repeats-session", "input": input})
 }
 
-fn output_of(request: &Value, call_id: &str) -> String {
-    request["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
-        .and_then(|i| i["output"].as_str())
-        .unwrap()
-        .to_string()
-}
 
 /// The turns of one session: view a file, run the tests, edit and view it again, run the tests again.
 fn session() -> Vec<Vec<Value>> {

@@ -17,8 +17,6 @@ use crate::telemetry::Metrics;
 pub enum FaultKind {
     /// The store could not be read or written.
     Store,
-    /// A call ctxgate made upstream on the turn's behalf failed.
-    Upstream,
     /// Something in the request did not parse as the stage needed it.
     Parse,
 }
@@ -27,7 +25,6 @@ impl FaultKind {
     pub fn as_str(self) -> &'static str {
         match self {
             FaultKind::Store => "store",
-            FaultKind::Upstream => "upstream",
             FaultKind::Parse => "parse",
         }
     }

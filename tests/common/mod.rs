@@ -186,6 +186,18 @@ pub fn turn_requests(mock: &ctxgate::mock::MockHandle) -> Vec<serde_json::Value>
         .collect()
 }
 
+/// The text of the `function_call_output` with `call_id` in a request the upstream received.
+pub fn output_of(request: &serde_json::Value, call_id: &str) -> String {
+    request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
+        .and_then(|i| i["output"].as_str())
+        .unwrap()
+        .to_string()
+}
+
 /// The usual start of a test: a fresh mock upstream and a proxy in front of it.
 pub async fn mock_and_proxy() -> (MockHandle, Proxy) {
     mock_and_proxy_with(|_| {}).await
