@@ -22,7 +22,6 @@ fn sent(mock: &MockHandle) -> Vec<Value> {
     turn_requests(mock)
 }
 
-
 /// A pytest run of a few hundred KB: thousands of passing tests, two failures with tracebacks and assertion
 /// explanations, a crash traceback in the middle, and the summary.
 fn failing_pytest_log() -> String {

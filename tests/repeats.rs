@@ -57,7 +57,6 @@ fn body(input: &[Value]) -> Value {
     json!({"model": "mock-ok", "prompt_cache_key": "repeats-session", "input": input})
 }
 
-
 /// The turns of one session: view a file, run the tests, edit and view it again, run the tests again.
 fn session() -> Vec<Vec<Value>> {
     let mut input = vec![json!({"role": "user", "content": "Fix the widget rendering."})];
