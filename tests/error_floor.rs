@@ -205,8 +205,7 @@ async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() 
 
 #[tokio::test]
 async fn a_first_marker_late_in_a_long_session_must_be_worth_the_cached_prefix() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     // A long session of small outputs (each under the compression threshold), then one output whose saving
     // (about 2,000 tokens) beats min_saved_tokens but not 10 % of the ~60,000 tokens before it.
     let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});

@@ -77,8 +77,7 @@ fn session() -> Vec<Vec<Value>> {
 
 #[tokio::test]
 async fn a_repeated_output_points_back_and_keeps_what_changed_on_every_turn() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     for input in session() {
         assert_eq!(
             post_responses(&proxy, &body(&input), KEY).await.status(),
@@ -116,20 +115,13 @@ async fn a_repeated_output_points_back_and_keeps_what_changed_on_every_turn() {
     assert_eq!(output_of(&sent[3], "c3"), view);
     // The model gets the whole original back.
     let hash = ctxgate::ctxzip::hash_of(&file_view("new_value"));
-    let whole = client()
-        .get(proxy.v1(&format!("/ctxzip/{hash}")))
-        .header("authorization", format!("Bearer {KEY}"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert_eq!(whole, file_view("new_value"));
+    assert_eq!(
+        get_original(&proxy, &hash, KEY).await,
+        file_view("new_value")
+    );
 
     // A fresh proxy that first sees the whole transcript at once makes the same bytes.
-    let mock2 = start_mock().await;
-    let fresh = start_proxy(&mock_url(&mock2)).await;
+    let (mock2, fresh) = mock_and_proxy().await;
     let last = session().pop().unwrap();
     assert_eq!(
         post_responses(&fresh, &body(&last), KEY).await.status(),
@@ -142,8 +134,7 @@ async fn a_repeated_output_points_back_and_keeps_what_changed_on_every_turn() {
 
 #[tokio::test]
 async fn a_form_is_not_reused_where_what_it_points_to_is_missing() {
-    let mock = start_mock().await;
-    let proxy = start_proxy(&mock_url(&mock)).await;
+    let (mock, proxy) = mock_and_proxy().await;
     let turns = session();
     assert_eq!(
         post_responses(&proxy, &body(&turns[2]), KEY).await.status(),
@@ -168,10 +159,8 @@ async fn a_form_is_not_reused_where_what_it_points_to_is_missing() {
 
 #[tokio::test]
 async fn repeats_can_be_turned_off() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.compress.min_repeat_chars = Some(0);
-    let proxy = start_proxy_with(opts).await;
+    let (mock, proxy) =
+        mock_and_proxy_with(|opts| opts.raw.compress.min_repeat_chars = Some(0)).await;
     let last = session().pop().unwrap();
     assert_eq!(
         post_responses(&proxy, &body(&last), KEY).await.status(),

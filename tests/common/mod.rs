@@ -198,6 +198,19 @@ pub fn output_of(request: &serde_json::Value, call_id: &str) -> String {
         .to_string()
 }
 
+/// The body of `GET /v1/ctxzip/{hash}` (the whole original) with `Bearer {key}`.
+pub async fn get_original(proxy: &Proxy, hash: &str, key: &str) -> String {
+    client()
+        .get(proxy.v1(&format!("/ctxzip/{hash}")))
+        .header("authorization", format!("Bearer {key}"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// The usual start of a test: a fresh mock upstream and a proxy in front of it.
 pub async fn mock_and_proxy() -> (MockHandle, Proxy) {
     mock_and_proxy_with(|_| {}).await
