@@ -43,6 +43,10 @@ pub struct CompressSettings {
     /// The most recent tool outputs left verbatim (0: compress at first sight).
     pub protect_recent: usize,
     pub protect_recent_turns: usize,
+    /// Whether the agent's tool loop is decided at first sight: assistant messages followed by a tool call before
+    /// the next user message, and outputs of tools other than functions. In an agent session one user turn spans
+    /// the whole task, so the live zone's `protect_recent_turns` would otherwise keep all of them verbatim.
+    pub agent_steps: bool,
     pub exclude_tools: Vec<String>,
     pub keep_patterns: Vec<String>,
     pub code: bool,
@@ -64,6 +68,7 @@ impl Default for CompressSettings {
             min_saved_tokens: DEFAULT_MIN_SAVED_TOKENS,
             protect_recent: 0,
             protect_recent_turns: DEFAULT_PROTECT_RECENT_TURNS,
+            agent_steps: true,
             exclude_tools: Vec::new(),
             keep_patterns: Vec::new(),
             code: false,
@@ -127,6 +132,7 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
             raw.protect_recent_turns,
             d.protect_recent_turns,
         )?,
+        agent_steps: raw.agent_steps.unwrap_or(d.agent_steps),
         exclude_tools: raw.exclude_tools.unwrap_or_default(),
         keep_patterns: raw
             .keep_patterns

@@ -3,7 +3,9 @@
 //! Each new text is decided once, for the whole conversation: it is compressed when its saving pays for its own
 //! marker and — while the conversation carries no marker yet — when the request's new texts together pay for the
 //! expand tool and directive the first marker brings, and for the provider's cached prefix that the changed head
-//! makes it read again. The originals of the texts sent compressed are stored in one durable transaction before the
+//! makes it read again. A text the conversation already sent verbatim (its position protected it then) is in the
+//! provider's cache as it was: compressing it now makes the provider read everything after it again, so the late
+//! texts of a request must together save a share of that too. The originals of the texts sent compressed are stored in one durable transaction before the
 //! request leaves; a text whose original could not be stored goes verbatim, and its decision is not remembered.
 
 use std::collections::HashMap;
@@ -58,6 +60,32 @@ impl CompressStage {
             .min_saved_tokens
             .max(cached_before.saturating_mul(self.settings.min_saved_prefix_percent) / 100);
         let pays = has_marker || new_saving >= first_threshold;
+        // Late texts change bytes the provider has cached: everything from the first of them on is read again at
+        // full price, so together they must save a share of it. Otherwise they stay as they were sent, for good.
+        let late_saving = |p: &Pending<'_>| -> u64 {
+            if !p.late {
+                return 0;
+            }
+            p.texts
+                .iter()
+                .filter_map(|(_, s)| match s {
+                    TextState::Fresh(f) if worthy(f) => Some(f.before.saturating_sub(f.after)),
+                    _ => None,
+                })
+                .sum()
+        };
+        let late_pays = match pending.iter().find(|p| late_saving(p) > 0) {
+            None => true,
+            Some(first) => {
+                let cached_after: u64 = items[first.index..]
+                    .iter()
+                    .map(|i| i.json_len() as u64)
+                    .sum::<u64>()
+                    / 4;
+                pending.iter().map(late_saving).sum::<u64>()
+                    >= cached_after.saturating_mul(self.settings.min_saved_prefix_percent) / 100
+            }
+        };
         // Every new original of this request goes to the store in one durable transaction.
         let mut batch = Vec::new();
         let mut owners = Vec::new();
@@ -65,7 +93,7 @@ impl CompressStage {
             let mut kept = Vec::with_capacity(item.texts.len());
             for (text, state) in std::mem::take(&mut item.texts) {
                 match state {
-                    TextState::Fresh(f) if pays && worthy(&f) => {
+                    TextState::Fresh(f) if pays && worthy(&f) && (late_pays || !item.late) => {
                         owners.push(p);
                         batch.push((text, item.tool, item.seam, f));
                     }
@@ -108,7 +136,11 @@ impl CompressStage {
                     }
                     TextState::Verbatim => {}
                     TextState::Fresh(f) => {
-                        self.skipped("small_saving");
+                        self.skipped(if item.late && !late_pays {
+                            "cached_prefix"
+                        } else {
+                            "small_saving"
+                        });
                         self.remember_verbatim(ctx, f.form_key);
                     }
                 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 mod decide;
 mod forms;
+mod positions;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -25,6 +26,7 @@ use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
 use crate::store::records::{Records, compressed_key};
 use crate::telemetry::{Metrics, ReasonLabels};
 use forms::{Context, Fresh, Known, MarkerUse};
+use positions::{Positions, agent_steps};
 
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
@@ -44,6 +46,8 @@ enum TextState {
 struct Pending<'a> {
     index: usize,
     memo_key: u128,
+    /// Sent verbatim on earlier turns while its position protected it: the provider has cached it as it was.
+    late: bool,
     value: &'a Value,
     shape: &'a Shape,
     tool: &'a str,
@@ -77,6 +81,8 @@ pub struct CompressStage {
     rewrites: Memo<Option<Arc<Compression>>>,
     /// The expiry last given to an original, by tenant and hash, so refreshes are written only when due.
     expiries: Memo<u64>,
+    /// Items sent verbatim because their position protected them, by the same key as `rewrites`.
+    held: Memo<()>,
 }
 
 impl CompressStage {
@@ -88,6 +94,7 @@ impl CompressStage {
             shapes: Memo::new(MEMO_CAPACITY),
             rewrites: Memo::new(MEMO_CAPACITY),
             expiries: Memo::new(MEMO_CAPACITY),
+            held: Memo::new(MEMO_CAPACITY),
         }
     }
 
@@ -108,22 +115,6 @@ impl CompressStage {
         let entry = Arc::new((shape, longest));
         self.shapes.insert(raw_key, entry.clone());
         Some(entry)
-    }
-}
-
-/// Whether an item may be compressed at its position: tool outputs unless among the `protect_recent` last; live-zone
-/// items unless in the frozen prefix (the first item) or the most recent turns.
-struct Positions {
-    recent_outputs_from: usize,
-    recent_turns_from: usize,
-}
-
-impl Positions {
-    fn allows(&self, index: usize, shape: &Shape) -> bool {
-        match shape {
-            Shape::Output { function: true, .. } => index < self.recent_outputs_from,
-            _ => index > 0 && index < self.recent_turns_from,
-        }
     }
 }
 
@@ -228,6 +219,11 @@ impl Stage for CompressStage {
                 n if user_positions.len() >= n => user_positions[user_positions.len() - n],
                 _ => 0,
             },
+            steps: if self.settings.agent_steps {
+                agent_steps(&(0..items.len()).map(shape_at).collect::<Vec<_>>())
+            } else {
+                Vec::new()
+            },
         };
         let first_user = first_user.to_string();
         let anchor_key = turn.anchor_key(None);
@@ -283,7 +279,14 @@ impl Stage for CompressStage {
         let mut has_marker = false;
         for i in candidates.iter().copied() {
             let Some(shape) = shape_at(i) else { continue };
+            let memo_key = key_of(&[
+                tenant.as_bytes(),
+                anchor_key.as_bytes(),
+                &raw_keys[i].to_le_bytes(),
+            ]);
             if !positions.allows(i, shape) {
+                // Sent as the client sent it, so the provider caches it so: compressing it later gives that up.
+                self.held.insert(memo_key, ());
                 continue;
             }
             let call = match shape {
@@ -295,11 +298,6 @@ impl Stage for CompressStage {
                 self.skipped("excluded_tool");
                 continue;
             }
-            let memo_key = key_of(&[
-                tenant.as_bytes(),
-                anchor_key.as_bytes(),
-                &raw_keys[i].to_le_bytes(),
-            ]);
             if let Some(known) = self.rewrites.get(memo_key) {
                 // A form that points back to earlier outputs is reused only where they stand before it, the same.
                 let stands = known.as_ref().is_none_or(|c| {
@@ -330,6 +328,7 @@ impl Stage for CompressStage {
             let mut item = Pending {
                 index: i,
                 memo_key,
+                late: self.held.get(memo_key).is_some(),
                 value,
                 shape,
                 tool,
