@@ -8,6 +8,7 @@ pub mod compress;
 pub mod env;
 pub mod fold;
 pub mod raw;
+pub mod store;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,8 @@ pub struct Config {
     pub expand: ExpandSettings,
     /// Bound on the store's originals and compressed forms, in bytes; oldest evicted first.
     pub store_max_bytes: u64,
+    /// The backend (redb or Redis) and its settings.
+    pub store: store::StoreSettings,
 }
 
 /// Rounds of `context_expand` answered inside the proxy per turn.
@@ -125,6 +128,7 @@ impl Config {
 
     /// Checks a merged raw layer and fills in defaults.
     pub fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
+        let store = store::resolve(&raw.store)?;
         let listen_text = raw.server.listen.unwrap_or_else(|| DEFAULT_LISTEN.into());
         let listen = listen_text
             .parse::<SocketAddr>()
@@ -221,6 +225,7 @@ impl Config {
                     .unwrap_or(DEFAULT_SUGGEST_THRESHOLD)
                     .max(1),
             },
+            store,
             store_max_bytes: match raw.store.max_bytes.unwrap_or(DEFAULT_STORE_MAX_BYTES) {
                 0 => return Err(invalid("store.max_bytes", "must be positive".into())),
                 n => n,

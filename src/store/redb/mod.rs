@@ -5,69 +5,29 @@
 //! call runs on the blocking pool; a commit is durable (fsync) before `put` returns, which is what lets the proxy
 //! send a marker only after its original is safe.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableTable, ReadableTableMetadata};
 
 use super::{Namespace, Record, Store, StoreError};
 
-const FORMAT_V1: u8 = 1;
-const HEADER_LEN: usize = 17;
-const KEY_SEPARATOR: char = '\u{1f}';
+mod codec;
+
+use codec::{KEY_SEPARATOR, counter_fields, decode, encode, full_key, io, table};
+
 /// Longest a close waits for operations in flight.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-fn table(ns: Namespace) -> TableDefinition<'static, &'static str, &'static [u8]> {
-    TableDefinition::new(ns.as_str())
-}
-
-fn full_key(tenant: &str, key: &str) -> String {
-    let mut k = String::with_capacity(tenant.len() + 1 + key.len());
-    k.push_str(tenant);
-    k.push(KEY_SEPARATOR);
-    k.push_str(key);
-    k
-}
-
-fn encode(record: &Record) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + record.value.len());
-    out.push(FORMAT_V1);
-    out.extend_from_slice(&record.created_at.to_le_bytes());
-    out.extend_from_slice(&record.expires_at.unwrap_or(0).to_le_bytes());
-    out.extend_from_slice(&record.value);
-    out
-}
-
-fn decode(bytes: &[u8]) -> Result<Record, StoreError> {
-    if bytes.len() < HEADER_LEN || bytes[0] != FORMAT_V1 {
-        return Err(StoreError::Corrupt(format!(
-            "unknown record header ({} bytes)",
-            bytes.len()
-        )));
-    }
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(w)
-    };
-    let expires = word(9);
-    Ok(Record {
-        created_at: word(1),
-        expires_at: (expires != 0).then_some(expires),
-        value: bytes[HEADER_LEN..].to_vec(),
-    })
-}
-
-fn io<E: std::fmt::Display>(e: E) -> StoreError {
-    StoreError::Io(e.to_string())
-}
 
 /// A redb-backed [`Store`].
 pub struct RedbStore {
     path: PathBuf,
     db: RwLock<Option<Arc<Database>>>,
+    /// Locks of [`Store::try_lock`]: one process owns the file, so they live in its memory (key → owner, lapse).
+    locks: Mutex<HashMap<String, (String, tokio::time::Instant)>>,
 }
 
 impl RedbStore {
@@ -92,6 +52,7 @@ impl RedbStore {
         Ok(RedbStore {
             path: path.to_path_buf(),
             db: RwLock::new(Some(Arc::new(db))),
+            locks: Mutex::new(HashMap::new()),
         })
     }
 
@@ -374,6 +335,94 @@ impl Store for RedbStore {
         .await
     }
 
+    async fn incr_many(
+        &self,
+        tenant: &str,
+        key: &str,
+        deltas: &[(&str, i64)],
+    ) -> Result<(), StoreError> {
+        let k = full_key(tenant, key);
+        let deltas: Vec<(String, i64)> = deltas.iter().map(|(f, d)| (f.to_string(), *d)).collect();
+        // Read, add and write inside one write transaction: redb runs one writer at a time, so no increment is lost.
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            {
+                let mut t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
+                let mut fields = match t.get(k.as_str()).map_err(io)? {
+                    None => BTreeMap::new(),
+                    Some(v) => counter_fields(&decode(v.value())?),
+                };
+                for (field, delta) in deltas {
+                    let slot = fields.entry(field).or_insert(0i64);
+                    *slot = slot.saturating_add(delta);
+                }
+                let record = Record {
+                    value: serde_json::to_vec(&fields).map_err(io)?,
+                    created_at: 0,
+                    expires_at: None,
+                };
+                t.insert(k.as_str(), encode(&record).as_slice())
+                    .map_err(io)?;
+            }
+            tx.commit().map_err(io)
+        })
+        .await
+    }
+
+    async fn counters(&self, tenant: &str, key: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let record = self.get(Namespace::Counters, tenant, key, 0).await?;
+        Ok(record
+            .map(|r| counter_fields(&r).into_iter().collect())
+            .unwrap_or_default())
+    }
+
+    async fn counter_tenants(&self, key: &str) -> Result<Vec<String>, StoreError> {
+        let suffix = full_key("", key);
+        self.run(move |db| {
+            let tx = db.begin_read().map_err(io)?;
+            let t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
+            let mut tenants = Vec::new();
+            for entry in t.iter().map_err(io)? {
+                let (k, _) = entry.map_err(io)?;
+                if let Some(tenant) = k.value().strip_suffix(suffix.as_str())
+                    && !tenant.contains(KEY_SEPARATOR)
+                {
+                    tenants.push(tenant.to_string());
+                }
+            }
+            tenants.sort();
+            Ok(tenants)
+        })
+        .await
+    }
+
+    async fn try_lock(
+        &self,
+        tenant: &str,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = tokio::time::Instant::now();
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        locks.retain(|_, (_, lapse)| *lapse > now);
+        let k = full_key(tenant, key);
+        if locks.contains_key(&k) {
+            return Ok(false);
+        }
+        locks.insert(k, (owner.to_string(), now + ttl));
+        Ok(true)
+    }
+
+    async fn unlock(&self, tenant: &str, key: &str, owner: &str) -> Result<(), StoreError> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        let k = full_key(tenant, key);
+        if locks.get(&k).is_some_and(|(held_by, _)| held_by == owner) {
+            locks.remove(&k);
+        }
+        Ok(())
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         self.run(|db| db.begin_read().map(|_| ()).map_err(io)).await
     }
@@ -398,5 +447,4 @@ impl Store for RedbStore {
 }
 
 #[cfg(test)]
-#[path = "redb_tests.rs"]
 mod tests;
