@@ -18,7 +18,7 @@ use crate::config::ExpandSettings;
 use crate::expand::resolve::{self, ExpandArgs, Lookup, Resolution};
 use crate::expand::suggest::SuggestionBook;
 use crate::expand::window;
-use crate::store::records::{Records, SUGGESTIONS_KEY};
+use crate::store::records::{Records, SAVINGS_KEY, SUGGESTIONS_KEY};
 use crate::store::{Namespace, StoreError};
 use crate::telemetry::{Metrics, audit};
 use crate::turn::stage::FaultKind;
@@ -152,7 +152,7 @@ impl Expander {
                 false,
             ),
             Err(e) => {
-                tracing::warn!(%request_id, error = %e, "store unavailable for an expansion");
+                crate::store_fault!(e, %request_id, error = %e, "store unavailable for an expansion");
                 self.metrics
                     .stage_fault(inject::EXPAND_STAGE, FaultKind::Store.as_str());
                 self.account(
@@ -174,6 +174,13 @@ impl Expander {
         text: String,
         hit: bool,
     ) -> Answer {
+        let field = if hit {
+            "expansions"
+        } else {
+            "expansion_misses"
+        };
+        self.records
+            .count_later(tenant, SAVINGS_KEY, vec![(field, 1)]);
         audit::expanded(
             &self.metrics,
             audit::Expanded {
@@ -209,7 +216,7 @@ impl Expander {
                 .put_json_durably(Namespace::Counters, &tenant, SUGGESTIONS_KEY, &book, None)
                 .await
             {
-                tracing::warn!(error = %e, "could not store keep-pattern statistics");
+                crate::store_fault!(e, error = %e, "could not store keep-pattern statistics");
             }
         });
     }
