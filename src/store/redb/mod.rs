@@ -16,6 +16,7 @@ use redb::{Database, ReadableTable, ReadableTableMetadata};
 use super::{Namespace, Record, Store, StoreError};
 
 mod codec;
+mod lru;
 
 use codec::{KEY_SEPARATOR, counter_fields, decode, encode, full_key, io, table};
 
@@ -48,6 +49,7 @@ impl RedbStore {
         for ns in Namespace::ALL {
             tx.open_table(table(ns)).map_err(|e| fail(e.to_string()))?;
         }
+        lru::ensure_built(&tx).map_err(|e| fail(e.to_string()))?;
         tx.commit().map_err(|e| fail(e.to_string()))?;
         Ok(RedbStore {
             path: path.to_path_buf(),
@@ -164,11 +166,7 @@ impl Store for RedbStore {
         let k = full_key(tenant, key);
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                t.insert(k.as_str(), encode(&record).as_slice())
-                    .map_err(io)?;
-            }
+            write(&tx, ns, &k, &encode(&record))?;
             tx.commit().map_err(io)
         })
         .await
@@ -184,13 +182,8 @@ impl Store for RedbStore {
         }
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                for (tenant, key, record) in &records {
-                    let k = full_key(tenant, key);
-                    t.insert(k.as_str(), encode(record).as_slice())
-                        .map_err(io)?;
-                }
+            for (tenant, key, record) in &records {
+                write(&tx, ns, &full_key(tenant, key), &encode(record))?;
             }
             tx.commit().map_err(io)
         })
@@ -208,20 +201,20 @@ impl Store for RedbStore {
         let k = full_key(tenant, key);
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            let touched = {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                let current = match t.get(k.as_str()).map_err(io)? {
+            let current = {
+                let t = tx.open_table(table(ns)).map_err(io)?;
+                match t.get(k.as_str()).map_err(io)? {
                     None => None,
                     Some(v) => Some(decode(v.value())?),
-                };
-                match current {
-                    Some(mut r) if !r.is_expired(now) => {
-                        r.expires_at = expires_at;
-                        t.insert(k.as_str(), encode(&r).as_slice()).map_err(io)?;
-                        true
-                    }
-                    _ => false,
                 }
+            };
+            let touched = match current {
+                Some(mut r) if !r.is_expired(now) => {
+                    r.expires_at = expires_at;
+                    write(&tx, ns, &k, &encode(&r))?;
+                    true
+                }
+                _ => false,
             };
             tx.commit().map_err(io)?;
             Ok(touched)
@@ -233,10 +226,13 @@ impl Store for RedbStore {
         let k = full_key(tenant, key);
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            let removed = {
+            let old = {
                 let mut t = tx.open_table(table(ns)).map_err(io)?;
-                t.remove(k.as_str()).map_err(io)?.is_some()
+                let removed = t.remove(k.as_str()).map_err(io)?;
+                removed.map(|g| g.value().to_vec())
             };
+            lru::note(&tx, ns, &k, old.as_deref(), None)?;
+            let removed = old.is_some();
             tx.commit().map_err(io)?;
             Ok(removed)
         })
@@ -274,17 +270,11 @@ impl Store for RedbStore {
     }
 
     async fn sweep_expired(&self, now: u64) -> Result<u64, StoreError> {
+        // Only the expired end of the index is read. A record that cannot be decoded has no expiry there: the
+        // sweep never destroys what it does not understand.
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            let mut removed = 0u64;
-            for ns in Namespace::ALL {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                let before = t.len().map_err(io)?;
-                // A record that cannot be decoded is kept: the sweep must never destroy what it does not understand.
-                t.retain(|_, v| decode(v).map(|r| !r.is_expired(now)).unwrap_or(true))
-                    .map_err(io)?;
-                removed += before.saturating_sub(t.len().map_err(io)?);
-            }
+            let removed = lru::sweep(&tx, now)?;
             tx.commit().map_err(io)?;
             Ok(removed)
         })
@@ -294,41 +284,8 @@ impl Store for RedbStore {
     async fn evict_to(&self, namespaces: &[Namespace], max_bytes: u64) -> Result<u64, StoreError> {
         let namespaces = namespaces.to_vec();
         self.run(move |db| {
-            // (expiry, namespace, key, size): one read pass, then deletes in one write transaction.
-            let mut entries = Vec::new();
-            let mut total = 0u64;
-            {
-                let tx = db.begin_read().map_err(io)?;
-                for ns in &namespaces {
-                    let t = tx.open_table(table(*ns)).map_err(io)?;
-                    for entry in t.iter().map_err(io)? {
-                        let (k, v) = entry.map_err(io)?;
-                        let size = (k.value().len() + v.value().len()) as u64;
-                        total += size;
-                        let expiry = decode(v.value())
-                            .ok()
-                            .and_then(|r| r.expires_at)
-                            .unwrap_or(u64::MAX);
-                        entries.push((expiry, *ns, k.value().to_string(), size));
-                    }
-                }
-            }
-            if total <= max_bytes {
-                return Ok(0);
-            }
-            entries.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
             let tx = db.begin_write().map_err(io)?;
-            let mut evicted = 0u64;
-            for (_, ns, key, size) in entries {
-                if total <= max_bytes {
-                    break;
-                }
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                if t.remove(key.as_str()).map_err(io)?.is_some() {
-                    total = total.saturating_sub(size);
-                    evicted += 1;
-                }
-            }
+            let evicted = lru::evict_to(&tx, &namespaces, max_bytes)?;
             tx.commit().map_err(io)?;
             Ok(evicted)
         })
@@ -347,7 +304,7 @@ impl Store for RedbStore {
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
             {
-                let mut t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
+                let t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
                 let mut fields = match t.get(k.as_str()).map_err(io)? {
                     None => BTreeMap::new(),
                     Some(v) => counter_fields(&decode(v.value())?),
@@ -361,8 +318,8 @@ impl Store for RedbStore {
                     created_at: 0,
                     expires_at: None,
                 };
-                t.insert(k.as_str(), encode(&record).as_slice())
-                    .map_err(io)?;
+                drop(t);
+                write(&tx, Namespace::Counters, &k, &encode(&record))?;
             }
             tx.commit().map_err(io)
         })
@@ -444,6 +401,21 @@ impl Store for RedbStore {
         drop(db);
         Ok(())
     }
+}
+
+/// Writes one stored value and keeps the expiry/size index in step, in the caller's transaction.
+fn write(
+    tx: &redb::WriteTransaction,
+    ns: Namespace,
+    full_key: &str,
+    stored: &[u8],
+) -> Result<(), StoreError> {
+    let old = {
+        let mut t = tx.open_table(table(ns)).map_err(io)?;
+        let old = t.insert(full_key, stored).map_err(io)?;
+        old.map(|g| g.value().to_vec())
+    };
+    lru::note(tx, ns, full_key, old.as_deref(), Some(stored))
 }
 
 #[cfg(test)]
