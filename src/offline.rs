@@ -101,7 +101,12 @@ pub struct StoreStats {
 }
 
 /// Savings totals, originals per tenant and keep-pattern suggestions.
-pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats, OfflineError> {
+/// `threshold` is the configured `[expand] suggest_threshold`: a pattern counted that often is suggested.
+pub async fn stats(
+    path: &Path,
+    known_patterns: &[String],
+    threshold: u64,
+) -> Result<StoreStats, OfflineError> {
     let store = open(path)?;
     let now = unix_now();
     // Releases before per-tenant counters kept one instance total; it still counts.
@@ -134,6 +139,11 @@ pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats,
             tenants.entry(tenant).or_default().totals = t;
         } else if key == SUGGESTIONS_KEY {
             let mut book: SuggestionBook = decode(&record).unwrap_or_default();
+            let counts = store
+                .counters(&tenant, crate::turn::expand::patterns::COUNTS_KEY)
+                .await
+                .map_err(OfflineError::Store)?;
+            book.apply_counts(&counts, threshold);
             book.set_known_patterns(known_patterns);
             tenants.entry(tenant).or_default().suggestions = book.suggestions();
         }

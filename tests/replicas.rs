@@ -28,6 +28,8 @@ async fn replicas(mock: &MockHandle, url: &str, test: &str, fold: bool) -> (Prox
         let mut opts = ProxyOptions::new(&mock_url(mock));
         opts.raw.store.url = Some(url.to_string());
         opts.raw.store.key_prefix = Some(prefix.clone());
+        // Generous: these tests check what replicas share, on a machine that may be busy, not Redis's speed.
+        opts.raw.store.timeout_ms = Some(5_000);
         if fold {
             opts.raw.fold.mode = Some("local".into());
             opts.raw.fold.budget = Some(4000);
@@ -171,6 +173,73 @@ async fn concurrent_folds_on_two_replicas_make_one_summary_call(url: String, tes
     b.stop().await;
 }
 
+/// A compressible build log mentioning `token` once.
+fn log_with(token: &str, n: usize) -> String {
+    let mut log: String = (0..3000)
+        .map(|i| format!("   Compiling crate{i}-{n} v0.1.{i}\n"))
+        .collect();
+    log.push_str(&format!("warning: {token} retried on worker {n}\n"));
+    log
+}
+
+async fn keep_pattern_counts_add_up_across_replicas(url: String, test: &str) {
+    let mock = start_mock().await;
+    let (a, b) = replicas(&mock, &url, test, false).await;
+    let mut hashes = Vec::new();
+    for n in 0..3 {
+        let log = log_with("PoolTimeoutError", n);
+        hashes.push(ctxgate::ctxzip::hash_of(&log));
+        let body = json!({"model":"mock-ok","input":[
+            {"role":"user","content":"why is it slow"},
+            {"type":"function_call","call_id":"c","name":"exec_command","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c","output": log}]});
+        let resp = post_responses(&a, &body, "sk-p").await;
+        assert_eq!(resp.headers()["x-ctxgate-compressed"], "1");
+    }
+    // Each original expanded on both replicas at once: every pattern counts each original once, and no
+    // increment is lost to the other replica's.
+    for hash in &hashes {
+        let expand = |proxy: &Proxy| {
+            client()
+                .post(proxy.v1("/ctxzip/expand"))
+                .header("authorization", "Bearer sk-p")
+                .body(json!({"hash": hash, "query": "retried"}).to_string())
+                .send()
+        };
+        let (x, y) = tokio::join!(expand(&a), expand(&b));
+        assert_eq!(x.unwrap().status(), 200);
+        assert_eq!(y.unwrap().status(), 200);
+    }
+    a.state.settled().await;
+    b.state.settled().await;
+    for proxy in [&a, &b] {
+        let stats: Value = client()
+            .get(proxy.v1("/ctxzip/stats"))
+            .header("authorization", "Bearer sk-p")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let found = stats["suggestions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| {
+                s["pattern"]
+                    .as_str()
+                    .unwrap()
+                    .eq_ignore_ascii_case("PoolTimeoutError")
+            })
+            .cloned();
+        assert_eq!(found.unwrap_or_default()["expansions"], 3, "{stats}");
+        assert_eq!(stats["totals"]["expansions"], 6, "{stats}");
+    }
+    a.stop().await;
+    b.stop().await;
+}
+
 macro_rules! on_backend {
     ($backend:ident, $url:expr, $($test:ident),+ $(,)?) => {
         mod $backend {
@@ -191,6 +260,7 @@ on_backend!(
     compressed_on_a_expands_on_b,
     a_fold_made_on_a_is_reused_byte_for_byte_on_b,
     concurrent_folds_on_two_replicas_make_one_summary_call,
+    keep_pattern_counts_add_up_across_replicas,
 );
 on_backend!(
     cluster,
@@ -198,4 +268,5 @@ on_backend!(
     compressed_on_a_expands_on_b,
     a_fold_made_on_a_is_reused_byte_for_byte_on_b,
     concurrent_folds_on_two_replicas_make_one_summary_call,
+    keep_pattern_counts_add_up_across_replicas,
 );

@@ -110,6 +110,9 @@ async fn tenants_cannot_reach_each_others_originals() {
         .unwrap();
     assert_ne!(stats["tenant"], of_b["tenant"]);
     assert_eq!(of_b["totals"]["expansions"], 0, "{of_b}");
-    assert!(of_b["totals"]["expansion_misses"].as_u64().unwrap() >= 2, "{of_b}");
+    assert!(
+        of_b["totals"]["expansion_misses"].as_u64().unwrap() >= 2,
+        "{of_b}"
+    );
     proxy.stop().await;
 }

@@ -22,7 +22,7 @@ use crate::proxy::auth::Caller;
 use crate::proxy::error::ProxyError;
 use crate::state::AppState;
 use crate::store::records::{SAVINGS_KEY, SavingsTotals};
-use crate::turn::expand::load_book;
+use crate::turn::expand::patterns::load_book;
 
 #[derive(Debug, Deserialize)]
 pub struct WindowQuery {
@@ -86,7 +86,8 @@ pub async fn stats(
     Extension(caller): Extension<Caller>,
 ) -> Response {
     let tenant = caller.tenant.as_str();
-    let mut book = load_book(&state.records, tenant).await;
+    let threshold = state.expander.settings.suggest_threshold;
+    let mut book = load_book(&state.records, tenant, threshold).await;
     book.set_known_patterns(&state.config.compress.keep_patterns);
     // The tenant's totals are the store's counters, which every replica adds to; a store that is down shows none.
     let (totals, store_available) = match state.store.counters(tenant, SAVINGS_KEY).await {

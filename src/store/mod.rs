@@ -166,12 +166,14 @@ pub trait Store: Send + Sync {
     async fn evict_to(&self, namespaces: &[Namespace], max_bytes: u64) -> Result<u64, StoreError>;
     /// Adds each `(field, delta)` to the counter set `key` of `tenant` (Counters namespace), each field
     /// atomically: replicas adding at the same time never lose an increment (no read-modify-write in the caller).
+    /// Returns each field's new total, in the order of `deltas` (a total of 1 after adding 1: this caller was
+    /// first, on whichever replica).
     async fn incr_many(
         &self,
         tenant: &str,
         key: &str,
         deltas: &[(&str, i64)],
-    ) -> Result<(), StoreError>;
+    ) -> Result<Vec<i64>, StoreError>;
     /// The fields of a counter set, in field order (empty when it was never incremented).
     async fn counters(&self, tenant: &str, key: &str) -> Result<Vec<(String, i64)>, StoreError>;
     /// Every tenant that has a counter set `key`, sorted (the operator's view across tenants).

@@ -297,31 +297,33 @@ impl Store for RedbStore {
         tenant: &str,
         key: &str,
         deltas: &[(&str, i64)],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<i64>, StoreError> {
         let k = full_key(tenant, key);
         let deltas: Vec<(String, i64)> = deltas.iter().map(|(f, d)| (f.to_string(), *d)).collect();
         // Read, add and write inside one write transaction: redb runs one writer at a time, so no increment is lost.
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            {
+            let mut fields = {
                 let t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
-                let mut fields = match t.get(k.as_str()).map_err(io)? {
+                match t.get(k.as_str()).map_err(io)? {
                     None => BTreeMap::new(),
                     Some(v) => counter_fields(&decode(v.value())?),
-                };
-                for (field, delta) in deltas {
-                    let slot = fields.entry(field).or_insert(0i64);
-                    *slot = slot.saturating_add(delta);
                 }
-                let record = Record {
-                    value: serde_json::to_vec(&fields).map_err(io)?,
-                    created_at: 0,
-                    expires_at: None,
-                };
-                drop(t);
-                write(&tx, Namespace::Counters, &k, &encode(&record))?;
+            };
+            let mut totals = Vec::with_capacity(deltas.len());
+            for (field, delta) in deltas {
+                let slot = fields.entry(field).or_insert(0i64);
+                *slot = slot.saturating_add(delta);
+                totals.push(*slot);
             }
-            tx.commit().map_err(io)
+            let record = Record {
+                value: serde_json::to_vec(&fields).map_err(io)?,
+                created_at: 0,
+                expires_at: None,
+            };
+            write(&tx, Namespace::Counters, &k, &encode(&record))?;
+            tx.commit().map_err(io)?;
+            Ok(totals)
         })
         .await
     }

@@ -35,7 +35,7 @@ impl Client {
         let timeout = settings.timeout;
         if settings.cluster {
             let client = redis::cluster::ClusterClientBuilder::new(nodes)
-                .connection_timeout(timeout)
+                .connection_timeout(timeout.max(super::CONNECT_TIMEOUT))
                 .response_timeout(timeout)
                 .retries(1)
                 .build()?;
@@ -51,7 +51,7 @@ impl Client {
         match self {
             Client::Single(client) => {
                 let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(timeout)
+                    .set_connection_timeout(timeout.max(super::CONNECT_TIMEOUT))
                     .set_response_timeout(timeout)
                     .set_number_of_retries(1);
                 let manager = ConnectionManager::new_with_config(client.clone(), config).await?;

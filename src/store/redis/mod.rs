@@ -28,6 +28,9 @@ use self::health::StoreHealth;
 use super::{Namespace, Record, Store, StoreError};
 use crate::config::store::RedisSettings;
 
+/// Longest the first connection (or a reconnection) may take; calls are bounded by `[store] timeout_ms` after it.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Moves a live record's expiry (and its index entry) atomically; 0 when there is no live record at ARGV[3].
 const TOUCH_SCRIPT: &str = r"
 local t = redis.call('EXPIRETIME', KEYS[1])
@@ -117,11 +120,25 @@ impl RedisStore {
             return Err(StoreError::Closed);
         }
         self.health.admit()?;
-        let work = async {
-            let conn = self.connection().await?;
-            op(conn).await
+        // Connecting (the first call, or after the connection was lost) has its own, longer bound: a cluster
+        // connection reads the slot map from the nodes first.
+        let connect_bound = self.timeout.max(CONNECT_TIMEOUT);
+        let conn = match tokio::time::timeout(connect_bound, self.connection()).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => {
+                self.health.failed(&e.to_string());
+                return Err(StoreError::Unavailable(format!("{what}: connecting: {e}")));
+            }
+            Err(_) => {
+                let why = format!(
+                    "{what}: connecting timed out after {} ms",
+                    connect_bound.as_millis()
+                );
+                self.health.failed(&why);
+                return Err(StoreError::Unavailable(why));
+            }
         };
-        match tokio::time::timeout(self.timeout, work).await {
+        match tokio::time::timeout(self.timeout, op(conn)).await {
             Ok(Ok(value)) => {
                 self.health.succeeded();
                 Ok(value)
@@ -332,23 +349,24 @@ impl Store for RedisStore {
         tenant: &str,
         key: &str,
         deltas: &[(&str, i64)],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<i64>, StoreError> {
         if deltas.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let counters = self.keys.counters(tenant, key);
         let mut pipe = redis::pipe();
         pipe.atomic();
         for (field, delta) in deltas {
-            pipe.hincr(&counters, *field, *delta).ignore();
+            pipe.hincr(&counters, *field, *delta);
         }
         let tenants = self.keys.counter_tenants(key);
         let tenant = tenant.to_string();
         // The tenant list is its own key (another slot in a cluster): a second command, not part of the
         // transaction. Adding a member that is there already changes nothing.
         self.run("incr_many", |mut c| async move {
-            pipe.query_async::<()>(&mut c).await?;
-            c.sadd::<_, _, ()>(&tenants, tenant).await
+            let totals: Vec<i64> = pipe.query_async(&mut c).await?;
+            c.sadd::<_, _, ()>(&tenants, tenant).await?;
+            Ok(totals)
         })
         .await
     }
