@@ -10,6 +10,7 @@
 //! every replica). [`open`] picks one from the config. Besides records, the trait has the two things several
 //! replicas need to agree on: counters that add up ([`Store::incr_many`]) and a short lock ([`Store::try_lock`]).
 
+pub mod counts;
 pub mod records;
 pub mod redb;
 pub mod redis;

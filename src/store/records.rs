@@ -136,6 +136,8 @@ pub struct Records {
     store: Arc<dyn Store>,
     tasks: TaskTracker,
     clock: Clock,
+    /// Counter increments waiting for their flush ([`Self::count_later`]).
+    pending: Arc<super::counts::PendingCounts>,
 }
 
 impl Records {
@@ -144,6 +146,7 @@ impl Records {
             store,
             tasks,
             clock,
+            pending: Arc::default(),
         }
     }
 
@@ -306,18 +309,20 @@ impl Records {
         });
     }
 
-    /// Adds `deltas` to the tenant's counter set `key` in the background (tracked: shutdown waits for it); the
-    /// store adds each field atomically, so replicas counting at once never lose an increment.
+    /// Adds `deltas` to the tenant's counter set `key` in the background: summed in memory and flushed within
+    /// [`super::counts::FLUSH_AFTER`] by one tracked task (shutdown waits for it); the store adds each field
+    /// atomically, so replicas counting at once never lose an increment.
     pub fn count_later(&self, tenant: &str, key: &'static str, deltas: Vec<(&'static str, i64)>) {
-        let deltas: Vec<(&'static str, i64)> =
-            deltas.into_iter().filter(|(_, d)| *d != 0).collect();
-        if deltas.is_empty() {
+        if deltas.iter().all(|(_, d)| *d == 0) || !self.pending.add(tenant, key, &deltas) {
             return;
         }
-        let (store, tenant) = (self.store.clone(), tenant.to_string());
+        let (store, pending) = (self.store.clone(), self.pending.clone());
         self.tasks.spawn(async move {
-            if let Err(e) = store.incr_many(&tenant, key, &deltas).await {
-                crate::store_fault!(e, error = %e, "could not add to the {key} counters");
+            tokio::time::sleep(super::counts::FLUSH_AFTER).await;
+            for (tenant, key, deltas) in pending.take() {
+                if let Err(e) = store.incr_many(&tenant, key, &deltas).await {
+                    crate::store_fault!(e, error = %e, "could not add to the {key} counters");
+                }
             }
         });
     }
