@@ -24,6 +24,8 @@
 #   BENCH_BYPASS=0           1 sends x-ctxgate-bypass: 1, so ctxgate's stages (compression, ...) leave the body alone
 #                            and the upstream gets the same bytes through every target: the hop's cost alone
 #   BENCH_CORPUS             the tool outputs of 1m-transcript (default ../shared/corpus/tool_outputs)
+#   BENCH_STORE_URL          ctxgate's store: a Redis URL (redis://…, redis+cluster://h1:p1,h2:p2,…; started by the
+#                            caller, keys under a per-run prefix) instead of the default redb file in the temp dir
 #   BENCH_BIN                a directory with prebuilt ctxgate and ctxgate-mock (e.g. an older build to compare);
 #                            default: build them with cargo
 #   BENCH_OUT=target/bench_load.md   the table; the raw per-run results go next to it as .tsv
@@ -197,7 +199,12 @@ NGINX_PID=$!
 wait_http nginx "$NGINX_PID" "$NGINX_URL/v1/models"
 
 # CTXGATE_LOG would override the level with a full filter; warn keeps request logging out of the measurement.
-env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn "$BIN/ctxgate" serve --listen "127.0.0.1:$GATE_PORT" \
+STORE_ENV=()
+if [[ -n ${BENCH_STORE_URL:-} ]]; then
+  STORE_ENV=("CTXGATE_STORE_URL=$BENCH_STORE_URL" "CTXGATE_STORE_KEY_PREFIX=ctxgate-bench-$$:")
+  log "store: $BENCH_STORE_URL"
+fi
+env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn "${STORE_ENV[@]}" "$BIN/ctxgate" serve --listen "127.0.0.1:$GATE_PORT" \
   --upstream "$MOCK_URL/v1" --store "$TMP/ctxgate.redb" >"$TMP/ctxgate.log" 2>&1 &
 GATE_PID=$!
 wait_http ctxgate "$GATE_PID" "$GATE_URL/readyz"

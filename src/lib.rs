@@ -70,14 +70,18 @@ impl App {
     fn announce(&self, listener: &tokio::net::TcpListener) -> std::io::Result<()> {
         let cfg = &self.state.config;
         let addr = listener.local_addr()?;
+        // The Redis target without its password, or the redb file.
+        let store = match &cfg.store.redis {
+            Some(redis) => redis.describe(),
+            None => cfg.store_path.display().to_string(),
+        };
         tracing::info!(
             listen = %addr,
             upstream = %cfg.upstream.url,
-            store = %cfg.store_path.display(),
+            store = %store,
             credential = if self.state.credentials.is_proxy_held() { "proxy-held" } else { "forwarded" },
-            "ctxgate listening on http://{addr}, upstream {}, store {}",
+            "ctxgate listening on http://{addr}, upstream {}, store {store}",
             cfg.upstream.url,
-            cfg.store_path.display()
         );
         Ok(())
     }

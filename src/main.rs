@@ -183,9 +183,13 @@ fn main() -> ExitCode {
         Command::Health(args) => offline(health(args)),
         Command::Stats(args) => offline(async move {
             let config = args.store.config().map_err(|e| e.to_string())?;
-            let stats = ctxgate::offline::stats(&config.store_path, &config.compress.keep_patterns)
-                .await
-                .map_err(|e| e.to_string())?;
+            let stats = ctxgate::offline::stats(
+                &config.store_path,
+                &config.compress.keep_patterns,
+                config.expand.suggest_threshold,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
             Ok(if args.json {
                 serde_json::to_string_pretty(&stats).unwrap_or_default() + "\n"
             } else {

@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::expand::resolve::{self, ExpandArgs};
 use crate::expand::window;
 use crate::store::records::{
-    SUGGESTIONS_KEY, SavingsTotals, SuggestionBook, TOTALS_KEY, TOTALS_TENANT, decode,
+    SAVINGS_KEY, SUGGESTIONS_KEY, SavingsTotals, SuggestionBook, TOTALS_KEY, TOTALS_TENANT, decode,
     decode_original, get_json,
 };
 use crate::store::redb::RedbStore;
@@ -87,6 +87,8 @@ pub async fn expand(
 
 #[derive(Debug, Default, serde::Serialize)]
 pub struct TenantStats {
+    /// The tenant's savings counters (every process that served it added to them).
+    pub totals: SavingsTotals,
     pub originals: u64,
     pub original_bytes: u64,
     pub suggestions: Vec<crate::expand::suggest::PatternStat>,
@@ -99,10 +101,16 @@ pub struct StoreStats {
 }
 
 /// Savings totals, originals per tenant and keep-pattern suggestions.
-pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats, OfflineError> {
+/// `threshold` is the configured `[expand] suggest_threshold`: a pattern counted that often is suggested.
+pub async fn stats(
+    path: &Path,
+    known_patterns: &[String],
+    threshold: u64,
+) -> Result<StoreStats, OfflineError> {
     let store = open(path)?;
     let now = unix_now();
-    let totals: SavingsTotals =
+    // Releases before per-tenant counters kept one instance total; it still counts.
+    let mut totals: SavingsTotals =
         get_json(&store, Namespace::Counters, TOTALS_TENANT, TOTALS_KEY, now)
             .await
             .map_err(OfflineError::Store)?
@@ -122,8 +130,20 @@ pub async fn stats(path: &Path, known_patterns: &[String]) -> Result<StoreStats,
         .await
         .map_err(OfflineError::Store)?
     {
-        if key == SUGGESTIONS_KEY {
+        if key == SAVINGS_KEY {
+            let fields: BTreeMap<String, i64> =
+                serde_json::from_slice(&record.value).unwrap_or_default();
+            let fields: Vec<(String, i64)> = fields.into_iter().collect();
+            let t = SavingsTotals::from_counters(&fields);
+            totals.add(&t);
+            tenants.entry(tenant).or_default().totals = t;
+        } else if key == SUGGESTIONS_KEY {
             let mut book: SuggestionBook = decode(&record).unwrap_or_default();
+            let counts = store
+                .counters(&tenant, crate::turn::expand::patterns::COUNTS_KEY)
+                .await
+                .map_err(OfflineError::Store)?;
+            book.apply_counts(&counts, threshold);
             book.set_known_patterns(known_patterns);
             tenants.entry(tenant).or_default().suggestions = book.suggestions();
         }

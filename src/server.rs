@@ -14,7 +14,6 @@ use tokio::net::TcpListener;
 use crate::edge::router;
 use crate::state::AppState;
 use crate::store::Namespace;
-use crate::store::records::{SavingsTotals, TOTALS_KEY, TOTALS_TENANT, get_json};
 
 /// How often expired records are swept from the store.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
@@ -147,7 +146,6 @@ async fn serve_with_workers(
     shutdown: impl Future<Output = ()> + Send + 'static,
     mut workers: Workers,
 ) -> std::io::Result<()> {
-    restore_totals(&state).await;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
     let worker_stop = workers.stop.take();
@@ -189,7 +187,6 @@ async fn serve_with_workers(
         }
     })
     .await;
-    persist_totals(&state).await;
     if let Err(e) = state.store.close().await {
         tracing::warn!(error = %e, "closing the store failed");
     }
@@ -217,7 +214,6 @@ fn spawn_sweeper(
                 Ok(n) => tracing::debug!(removed = n, "swept expired records"),
                 Err(e) => tracing::warn!(error = %e, "store sweep failed"),
             }
-            persist_totals(&state).await;
             let bounded = [Namespace::Originals, Namespace::Compressed];
             match state
                 .store
@@ -233,41 +229,6 @@ fn spawn_sweeper(
             }
         }
     })
-}
-
-/// Continues the savings totals of earlier runs.
-async fn restore_totals(state: &AppState) {
-    let now = state.clock.unix_now();
-    let read = get_json::<SavingsTotals>(
-        state.store.as_ref(),
-        Namespace::Counters,
-        TOTALS_TENANT,
-        TOTALS_KEY,
-        now,
-    );
-    match read.await {
-        Ok(Some(earlier)) => state.metrics.savings.add(&earlier),
-        Ok(None) => {}
-        Err(e) => tracing::warn!(error = %e, "could not read the savings totals of earlier runs"),
-    }
-}
-
-/// Writes the savings totals, durably (the sweeper does it each round, shutdown once more at the end).
-async fn persist_totals(state: &AppState) {
-    let totals = state.metrics.savings.totals();
-    if let Err(e) = state
-        .records
-        .put_json_durably(
-            Namespace::Counters,
-            TOTALS_TENANT,
-            TOTALS_KEY,
-            &totals,
-            None,
-        )
-        .await
-    {
-        tracing::warn!(error = %e, "could not store the savings totals");
-    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -16,7 +16,7 @@ use crate::proxy::auth::Credentials;
 use crate::proxy::error::ProxyError;
 use crate::proxy::upstream::Upstream;
 use crate::store::records::Records;
-use crate::store::redb::RedbStore;
+use crate::store::redis::health::StoreHealth;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 use crate::turn::expand::Expander;
@@ -79,8 +79,13 @@ impl AppState {
             }
         };
         let upstream = Upstream::new(&config.upstream)?;
-        let store: Arc<dyn Store> = Arc::new(RedbStore::open(&config.store_path)?);
         let metrics = Arc::new(Metrics::new());
+        let target = match &config.store.redis {
+            Some(redis) => redis.describe(),
+            None => config.store_path.display().to_string(),
+        };
+        let health = Arc::new(StoreHealth::new(&metrics, target));
+        let store: Arc<dyn Store> = crate::store::open(&config, env, health)?;
         let tasks = TaskTracker::new();
         let clock = Clock::system();
         let records = Records::new(store.clone(), tasks.clone(), clock.clone());

@@ -38,6 +38,12 @@ pub struct FaultLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabels {
+    /// The state the shared store went to: `down` or `up`.
+    pub to: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
@@ -71,19 +77,35 @@ pub struct SavingsTotals {
     pub expansion_misses: u64,
 }
 
-impl Savings {
-    /// Adds totals carried over from an earlier run (read back from the store at start).
-    pub fn add(&self, earlier: &SavingsTotals) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.compressions.fetch_add(earlier.compressions, Relaxed);
-        self.saved_tokens.fetch_add(earlier.saved_tokens, Relaxed);
-        self.wire_saved_tokens
-            .fetch_add(earlier.wire_saved_tokens, Relaxed);
-        self.expansions.fetch_add(earlier.expansions, Relaxed);
-        self.expansion_misses
-            .fetch_add(earlier.expansion_misses, Relaxed);
+impl SavingsTotals {
+    /// Adds `other` to these totals (the offline stats sum tenants).
+    pub fn add(&mut self, other: &SavingsTotals) {
+        self.compressions += other.compressions;
+        self.saved_tokens += other.saved_tokens;
+        self.wire_saved_tokens += other.wire_saved_tokens;
+        self.expansions += other.expansions;
+        self.expansion_misses += other.expansion_misses;
     }
 
+    /// The totals from a counter set as the store keeps them (field name → total); unknown fields are ignored.
+    pub fn from_counters(fields: &[(String, i64)]) -> SavingsTotals {
+        let mut t = SavingsTotals::default();
+        for (field, value) in fields {
+            let value = u64::try_from(*value).unwrap_or(0);
+            match field.as_str() {
+                "compressions" => t.compressions = value,
+                "saved_tokens" => t.saved_tokens = value,
+                "wire_saved_tokens" => t.wire_saved_tokens = value,
+                "expansions" => t.expansions = value,
+                "expansion_misses" => t.expansion_misses = value,
+                _ => {}
+            }
+        }
+        t
+    }
+}
+
+impl Savings {
     pub fn totals(&self) -> SavingsTotals {
         use std::sync::atomic::Ordering::Relaxed;
         SavingsTotals {
@@ -117,6 +139,9 @@ pub struct Metrics {
     pub expansion_misses: Counter,
     pub expand_rounds: Counter,
     pub savings: Savings,
+    /// 1 while the store answers, 0 while a shared store is down (requests then pass uncompressed).
+    pub store_up: prometheus_client::metrics::gauge::Gauge,
+    pub store_state_changes: Family<StateLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -238,6 +263,19 @@ impl Metrics {
             "Upstream requests that produced no response (connect, timeout, other)",
             upstream_errors.clone(),
         );
+        let store_up = prometheus_client::metrics::gauge::Gauge::default();
+        store_up.set(1);
+        let store_state_changes = Family::<StateLabels, Counter>::default();
+        registry.register(
+            "store_up",
+            "1 while the store answers; 0 while a shared store is down and requests pass uncompressed and unfolded",
+            store_up.clone(),
+        );
+        registry.register(
+            "store_state_changes",
+            "Times the shared store went down or came back, by the state it went to",
+            store_state_changes.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -256,6 +294,8 @@ impl Metrics {
             expansion_misses,
             expand_rounds,
             savings: Savings::default(),
+            store_up,
+            store_state_changes,
         }
     }
 

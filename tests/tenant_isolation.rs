@@ -95,12 +95,24 @@ async fn tenants_cannot_reach_each_others_originals() {
         "{answer}"
     );
 
+    // Totals are per tenant: A's hits count for A, B's misses (asking for A's hash) for B.
+    proxy.state.settled().await;
     let stats: Value = get("sk-a", "/ctxzip/stats".into())
         .await
         .json()
         .await
         .unwrap();
     assert!(stats["totals"]["expansions"].as_u64().unwrap() >= 3);
-    assert!(stats["totals"]["expansion_misses"].as_u64().unwrap() >= 2);
+    let of_b: Value = get("sk-b", "/ctxzip/stats".into())
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(stats["tenant"], of_b["tenant"]);
+    assert_eq!(of_b["totals"]["expansions"], 0, "{of_b}");
+    assert!(
+        of_b["totals"]["expansion_misses"].as_u64().unwrap() >= 2,
+        "{of_b}"
+    );
     proxy.stop().await;
 }

@@ -79,6 +79,11 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.auth.keys = list(env, "CTXGATE_AUTH_KEYS");
     raw.store.path = env.var("CTXGATE_STORE_PATH");
     raw.store.max_bytes = number(env, "CTXGATE_STORE_MAX_BYTES")?;
+    raw.store.url = env.var("CTXGATE_STORE_URL");
+    raw.store.key_prefix = env.var("CTXGATE_STORE_KEY_PREFIX");
+    raw.store.timeout_ms = number(env, "CTXGATE_STORE_TIMEOUT_MS")?;
+    raw.store.password_env = env.var("CTXGATE_STORE_PASSWORD_ENV");
+    raw.store.lock_ttl_ms = number(env, "CTXGATE_STORE_LOCK_TTL_MS")?;
     raw.compress.enabled = flag(env, "CTXGATE_COMPRESS_ENABLED")?;
     raw.expand.enabled = flag(env, "CTXGATE_EXPAND_ENABLED")?;
     raw.expand.max_rounds = number(env, "CTXGATE_EXPAND_MAX_ROUNDS")?;

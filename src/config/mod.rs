@@ -8,6 +8,7 @@ pub mod compress;
 pub mod env;
 pub mod fold;
 pub mod raw;
+pub mod store;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,8 @@ pub struct Config {
     pub expand: ExpandSettings,
     /// Bound on the store's originals and compressed forms, in bytes; oldest evicted first.
     pub store_max_bytes: u64,
+    /// The backend (redb or Redis) and its settings.
+    pub store: store::StoreSettings,
 }
 
 /// Rounds of `context_expand` answered inside the proxy per turn.
@@ -125,6 +128,7 @@ impl Config {
 
     /// Checks a merged raw layer and fills in defaults.
     pub fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
+        let store = store::resolve(&raw.store)?;
         let listen_text = raw.server.listen.unwrap_or_else(|| DEFAULT_LISTEN.into());
         let listen = listen_text
             .parse::<SocketAddr>()
@@ -221,6 +225,7 @@ impl Config {
                     .unwrap_or(DEFAULT_SUGGEST_THRESHOLD)
                     .max(1),
             },
+            store,
             store_max_bytes: match raw.store.max_bytes.unwrap_or(DEFAULT_STORE_MAX_BYTES) {
                 0 => return Err(invalid("store.max_bytes", "must be positive".into())),
                 n => n,
@@ -336,6 +341,30 @@ mod tests {
         assert_eq!(c.compress, d.compress);
         assert_eq!(c.expand, d.expand);
         assert_eq!(c.store_max_bytes, d.store_max_bytes);
+        assert_eq!(c.store, d.store);
+    }
+
+    #[test]
+    fn the_store_url_and_its_settings_come_from_the_environment() {
+        let raw = env::from_env(&env(&[
+            ("CTXGATE_STORE_URL", "redis+cluster://h1:7000,h2:7001"),
+            ("CTXGATE_STORE_KEY_PREFIX", "team-a:"),
+            ("CTXGATE_STORE_TIMEOUT_MS", "250"),
+            ("CTXGATE_STORE_PASSWORD_ENV", "REDIS_PASSWORD"),
+            ("CTXGATE_STORE_LOCK_TTL_MS", "5000"),
+        ]))
+        .unwrap();
+        let c = Config::resolve(raw).unwrap();
+        let redis = c.store.redis.unwrap();
+        assert!(redis.cluster);
+        assert_eq!(redis.nodes.len(), 2);
+        assert_eq!(redis.key_prefix, "team-a:");
+        assert_eq!(redis.timeout, Duration::from_millis(250));
+        assert_eq!(redis.password_env.as_deref(), Some("REDIS_PASSWORD"));
+        assert_eq!(c.store.lock_ttl, Duration::from_millis(5000));
+        let bad = env::from_env(&env(&[("CTXGATE_STORE_URL", "memcached://h:1")])).unwrap();
+        let err = Config::resolve(bad).unwrap_err().to_string();
+        assert!(err.contains("store.url"), "{err}");
     }
 
     #[test]

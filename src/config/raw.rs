@@ -57,6 +57,11 @@ pub struct RawAuth {
 pub struct RawStore {
     pub path: Option<String>,
     pub max_bytes: Option<u64>,
+    pub url: Option<String>,
+    pub key_prefix: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub password_env: Option<String>,
+    pub lock_ttl_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -127,7 +132,8 @@ impl RawConfig {
         overlay_fields!(self.upstream, top.upstream;
             url, api_key_env, connect_timeout_ms, read_timeout_ms, stream_idle_timeout_ms);
         overlay_fields!(self.auth, top.auth; keys);
-        overlay_fields!(self.store, top.store; path, max_bytes);
+        overlay_fields!(self.store, top.store;
+            path, max_bytes, url, key_prefix, timeout_ms, password_env, lock_ttl_ms);
         overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);
         overlay_fields!(self.compress, top.compress;
             enabled, min_tool_output_chars, min_saved_tokens, protect_recent, protect_recent_turns, agent_steps, exclude_tools, keep_patterns, code,

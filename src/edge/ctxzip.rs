@@ -3,7 +3,8 @@
 //!
 //! `GET /v1/ctxzip/{hash}` returns an original as text (`?offset=&limit=&query=` as for the tool); `POST
 //! /v1/ctxzip/expand` takes the tool's JSON arguments and returns the tool's answer; `GET /v1/ctxzip/stats` shows
-//! the savings totals, expansions and the caller's keep-pattern suggestions. Everything is scoped to the caller's
+//! the caller's tenant: its savings totals across every replica (the store's counters), this replica's totals since
+//! start, and its keep-pattern suggestions. Everything is scoped to the caller's
 //! tenant: another tenant's hash is a 404, exactly like a hash that never existed.
 
 use std::sync::Arc;
@@ -20,7 +21,8 @@ use crate::expand::resolve::ExpandArgs;
 use crate::proxy::auth::Caller;
 use crate::proxy::error::ProxyError;
 use crate::state::AppState;
-use crate::turn::expand::load_book;
+use crate::store::records::{SAVINGS_KEY, SavingsTotals};
+use crate::turn::expand::patterns::load_book;
 
 #[derive(Debug, Deserialize)]
 pub struct WindowQuery {
@@ -83,10 +85,23 @@ pub async fn stats(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
 ) -> Response {
-    let mut book = load_book(&state.records, caller.tenant.as_str()).await;
+    let tenant = caller.tenant.as_str();
+    let threshold = state.expander.settings.suggest_threshold;
+    let mut book = load_book(&state.records, tenant, threshold).await;
     book.set_known_patterns(&state.config.compress.keep_patterns);
+    // The tenant's totals are the store's counters, which every replica adds to; a store that is down shows none.
+    let (totals, store_available) = match state.store.counters(tenant, SAVINGS_KEY).await {
+        Ok(fields) => (SavingsTotals::from_counters(&fields), true),
+        Err(e) => {
+            crate::store_fault!(e, error = %e, "savings totals unavailable for stats");
+            (SavingsTotals::default(), false)
+        }
+    };
     Json(json!({
-        "totals": state.metrics.savings.totals(),
+        "tenant": tenant,
+        "totals": totals,
+        "process_totals": state.metrics.savings.totals(),
+        "store_available": store_available,
         "suggestions": book.suggestions(),
         "tracked_patterns": book.len(),
         "suggest_threshold": state.expander.settings.suggest_threshold,

@@ -4,7 +4,9 @@
 //! [`SuggestionBook::record`]. Every expansion is a sign that compression dropped something the model needed;
 //! a domain identifier (`PoolTimeout`, `ECONNRESET`, `tokio::sync`) that shows up in the expansions of several
 //! different originals is worth keeping visible, so once it crosses a threshold it is suggested to the operator
-//! (an audit event, the stats CLI). The book is plain data: the proxy loads it from and saves it to the store.
+//! (an audit event, the stats CLI). The book is plain data: the proxy loads it from and saves it to the store, and
+//! takes its counts from the store's counter sets, which every replica adds to
+//! ([`crate::turn::expand::patterns`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashSet};
@@ -287,6 +289,26 @@ impl SuggestionBook {
         }
         self.evict();
         crossed
+    }
+
+    /// Takes the counts kept in the store (lowercase pattern → distinct originals, added to by every replica) as the
+    /// book's own: each counted pattern gets that count, and is suggested once it reaches `threshold`. A counted
+    /// pattern the book has no entry for (its details lost to a concurrent write) gets one in lower case.
+    pub fn apply_counts(&mut self, counts: &[(String, i64)], threshold: u64) {
+        let threshold = threshold.max(1);
+        for (key, count) in counts {
+            let count = u64::try_from(*count).unwrap_or(0);
+            let entry = self.entries.entry(key.clone()).or_insert_with(|| Entry {
+                stat: PatternStat {
+                    pattern: key.clone(),
+                    ..PatternStat::default()
+                },
+                hashes: Vec::new(),
+            });
+            entry.stat.expansions = count;
+            entry.stat.suggested = count >= threshold;
+        }
+        self.evict();
     }
 
     /// Drops patterns beyond [`MAX_PATTERNS`]: not-yet-suggested before suggested, least recently seen first.

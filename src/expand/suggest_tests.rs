@@ -227,3 +227,30 @@ fn version_numbers_are_not_candidates() {
     );
     assert!(tokens.iter().any(|t| t == "PoolTimeout"));
 }
+
+#[test]
+fn counts_from_the_store_replace_the_books_own() {
+    let mut book = SuggestionBook::new();
+    book.record("h1", "shell", "PoolTimeoutError here", 10, 3);
+    // The store says two replicas together saw it in three originals, and saw another identifier the book lost.
+    book.apply_counts(
+        &[
+            ("pooltimeouterror".to_string(), 3),
+            ("econnreset".to_string(), 1),
+        ],
+        3,
+    );
+    let suggested = book.suggestions();
+    assert_eq!(suggested.len(), 1);
+    assert_eq!(
+        suggested[0].pattern, "PoolTimeoutError",
+        "the book's casing"
+    );
+    assert_eq!(suggested[0].expansions, 3);
+    assert_eq!(suggested[0].tools, ["shell"]);
+    let all = book.all();
+    assert!(
+        all.iter()
+            .any(|s| s.pattern == "econnreset" && s.expansions == 1 && !s.suggested)
+    );
+}

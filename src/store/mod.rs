@@ -5,9 +5,18 @@
 //! [`Namespace`], keyed by tenant and a key. The proxy never sees a database: it sees this trait, so the embedded
 //! redb file (the default) and a shared backend for several replicas are interchangeable. The store knows records,
 //! not HTTP or fold logic. What each record holds, and the typed way to read and write it, is [`records`].
+//!
+//! Two backends: [`redb`] (one file, one process: the default) and [`redis`] (one Redis or Redis Cluster shared by
+//! every replica). [`open`] picks one from the config. Besides records, the trait has the two things several
+//! replicas need to agree on: counters that add up ([`Store::incr_many`]) and a short lock ([`Store::try_lock`]).
 
+pub mod counts;
 pub mod records;
 pub mod redb;
+pub mod redis;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -75,6 +84,30 @@ pub enum StoreError {
     Corrupt(String),
     #[error("store is closed")]
     Closed,
+    /// The shared store is down or too slow; calls fail fast until it answers again (the request goes on without
+    /// it: fail open).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl StoreError {
+    /// The shared store is down (its health tracker logged that once, when it went down).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+/// Logs a store fault met on the request path: at warn, or at debug when it is the shared store being down — that
+/// was logged once, when it went down, and a line per request would bury it.
+#[macro_export]
+macro_rules! store_fault {
+    ($e:expr, $($arg:tt)+) => {
+        if $e.is_unavailable() {
+            tracing::debug!($($arg)+)
+        } else {
+            tracing::warn!($($arg)+)
+        }
+    };
 }
 
 /// The record store. Keys are scoped by tenant: no method can reach another tenant's records.
@@ -132,6 +165,31 @@ pub trait Store: Send + Sync {
     /// Keeps the records of `namespaces` under `max_bytes` in all (keys and values): the least recently refreshed
     /// (earliest expiry; records without one last) are deleted first. Returns how many were evicted.
     async fn evict_to(&self, namespaces: &[Namespace], max_bytes: u64) -> Result<u64, StoreError>;
+    /// Adds each `(field, delta)` to the counter set `key` of `tenant` (Counters namespace), each field
+    /// atomically: replicas adding at the same time never lose an increment (no read-modify-write in the caller).
+    /// Returns each field's new total, in the order of `deltas` (a total of 1 after adding 1: this caller was
+    /// first, on whichever replica).
+    async fn incr_many(
+        &self,
+        tenant: &str,
+        key: &str,
+        deltas: &[(&str, i64)],
+    ) -> Result<Vec<i64>, StoreError>;
+    /// The fields of a counter set, in field order (empty when it was never incremented).
+    async fn counters(&self, tenant: &str, key: &str) -> Result<Vec<(String, i64)>, StoreError>;
+    /// Every tenant that has a counter set `key`, sorted (the operator's view across tenants).
+    async fn counter_tenants(&self, key: &str) -> Result<Vec<String>, StoreError>;
+    /// Takes the lock `key` of `tenant` for `owner` unless someone holds it; it lapses after `ttl` so a holder that
+    /// dies blocks the others no longer than that. True when taken.
+    async fn try_lock(
+        &self,
+        tenant: &str,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+    /// Releases the lock if `owner` still holds it (a lapsed lock taken over by another owner is left alone).
+    async fn unlock(&self, tenant: &str, key: &str, owner: &str) -> Result<(), StoreError>;
     /// Cheap liveness check for `/readyz`.
     async fn ping(&self) -> Result<(), StoreError>;
     /// Flushes and releases the backend; later calls fail with [`StoreError::Closed`].
@@ -144,4 +202,18 @@ pub fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// Opens the store the config names: the Redis at `[store] url` when set, else the redb file at `[store] path`.
+/// `env` supplies the Redis password when `[store] password_env` names one; `health` is where a shared store reports
+/// going down and coming back.
+pub fn open(
+    config: &crate::config::Config,
+    env: &dyn crate::config::env::EnvSource,
+    health: Arc<redis::health::StoreHealth>,
+) -> Result<Arc<dyn Store>, StoreError> {
+    match &config.store.redis {
+        None => Ok(Arc::new(redb::RedbStore::open(&config.store_path)?)),
+        Some(settings) => Ok(Arc::new(redis::RedisStore::open(settings, env, health)?)),
+    }
 }

@@ -15,7 +15,8 @@
 //! | `FailedFolds`  | anchor key                 | [`FailedFold`]                 |
 //! | `Aliases`      | the response id the client saw | [`Alias`]                  |
 //! | `Counters`     | [`SUGGESTIONS_KEY`]        | [`SuggestionBook`] (per tenant) |
-//! | `Counters`     | [`TOTALS_KEY`]             | [`SavingsTotals`] (no tenant)  |
+//! | `Counters`     | [`SAVINGS_KEY`]            | counter set: [`SavingsTotals`] fields (per tenant) |
+//! | `Counters`     | [`TOTALS_KEY`]             | [`SavingsTotals`] of releases before per-tenant counters (no tenant; read only) |
 //!
 //! An original is the exact text a marker stands for; it is stored under its hash (per tenant) with a small header
 //! saying where it came from. The compressed form is stored per conversation anchor, so the same original in the
@@ -33,9 +34,13 @@ pub use crate::expand::suggest::SuggestionBook;
 pub use crate::fold::{FailedFold, FoldRecord};
 pub use crate::telemetry::SavingsTotals;
 
+/// Counter set (per tenant) of the savings totals, one field per [`SavingsTotals`] field: every replica adds to it
+/// ([`Store::incr_many`]), so it is the tenant's total across replicas and restarts.
+pub const SAVINGS_KEY: &str = "savings";
 /// Store key (Counters namespace) of a tenant's keep-pattern statistics.
 pub const SUGGESTIONS_KEY: &str = "suggestions";
-/// Where the savings totals are kept across restarts (Counters namespace, no tenant: they are the instance's).
+/// Where releases before [`SAVINGS_KEY`] kept the instance's savings totals (Counters namespace, no tenant): still
+/// read by the offline stats, never written.
 pub const TOTALS_TENANT: &str = "";
 pub const TOTALS_KEY: &str = "savings_totals";
 /// Response-id aliases live as long as the upstream keeps responses (30 days).
@@ -131,6 +136,8 @@ pub struct Records {
     store: Arc<dyn Store>,
     tasks: TaskTracker,
     clock: Clock,
+    /// Counter increments waiting for their flush ([`Self::count_later`]).
+    pending: Arc<super::counts::PendingCounts>,
 }
 
 impl Records {
@@ -139,6 +146,7 @@ impl Records {
             store,
             tasks,
             clock,
+            pending: Arc::default(),
         }
     }
 
@@ -219,7 +227,7 @@ impl Records {
         let (store, tenant, key) = (self.store.clone(), tenant.to_string(), key.to_string());
         self.tasks.spawn(async move {
             if let Err(e) = store.put(ns, &tenant, &key, record).await {
-                tracing::warn!(error = %e, namespace = ns.as_str(), "could not store {what}");
+                crate::store_fault!(e, error = %e, namespace = ns.as_str(), "could not store {what}");
             }
         });
     }
@@ -295,7 +303,25 @@ impl Records {
         self.tasks.spawn(async move {
             for (ns, key) in ns_keys {
                 if let Err(e) = store.touch(ns, &tenant, &key, expires_at, now).await {
-                    tracing::warn!(error = %e, "could not refresh {what}");
+                    crate::store_fault!(e, error = %e, "could not refresh {what}");
+                }
+            }
+        });
+    }
+
+    /// Adds `deltas` to the tenant's counter set `key` in the background: summed in memory and flushed within
+    /// [`super::counts::FLUSH_AFTER`] by one tracked task (shutdown waits for it); the store adds each field
+    /// atomically, so replicas counting at once never lose an increment.
+    pub fn count_later(&self, tenant: &str, key: &'static str, deltas: Vec<(&'static str, i64)>) {
+        if deltas.iter().all(|(_, d)| *d == 0) || !self.pending.add(tenant, key, &deltas) {
+            return;
+        }
+        let (store, pending) = (self.store.clone(), self.pending.clone());
+        self.tasks.spawn(async move {
+            tokio::time::sleep(super::counts::FLUSH_AFTER).await;
+            for (tenant, key, deltas) in pending.take() {
+                if let Err(e) = store.incr_many(&tenant, key, &deltas).await {
+                    crate::store_fault!(e, error = %e, "could not add to the {key} counters");
                 }
             }
         });

@@ -133,6 +133,7 @@ pub fn stages(
             records.clone(),
             upstream.clone(),
             metrics.clone(),
+            config.store.lock_ttl,
         )),
         Arc::new(expand::inject::InjectStage::new(expander.clone())),
     ]

@@ -17,6 +17,8 @@ use crate::telemetry::Metrics;
 pub enum FaultKind {
     /// The store could not be read or written.
     Store,
+    /// The shared store is down: the turn went on without it (logged once per state change, not per request).
+    StoreUnavailable,
     /// Something in the request did not parse as the stage needed it.
     Parse,
 }
@@ -25,6 +27,7 @@ impl FaultKind {
     pub fn as_str(self) -> &'static str {
         match self {
             FaultKind::Store => "store",
+            FaultKind::StoreUnavailable => "store_unavailable",
             FaultKind::Parse => "parse",
         }
     }
@@ -52,7 +55,11 @@ impl StageError {
 impl From<crate::store::StoreError> for StageError {
     fn from(e: crate::store::StoreError) -> Self {
         StageError::Fault {
-            kind: FaultKind::Store,
+            kind: if e.is_unavailable() {
+                FaultKind::StoreUnavailable
+            } else {
+                FaultKind::Store
+            },
             message: e.to_string(),
         }
     }
@@ -75,7 +82,11 @@ pub async fn run_stages(
         match stage.apply(turn).await {
             Ok(()) => {}
             Err(StageError::Fault { kind, message }) => {
-                tracing::warn!(request_id = %turn.request_id, stage = stage.name(), kind = kind.as_str(), %message, "stage failed open");
+                if kind == FaultKind::StoreUnavailable {
+                    tracing::debug!(request_id = %turn.request_id, stage = stage.name(), %message, "stage failed open: store down");
+                } else {
+                    tracing::warn!(request_id = %turn.request_id, stage = stage.name(), kind = kind.as_str(), %message, "stage failed open");
+                }
                 metrics.stage_fault(stage.name(), kind.as_str());
             }
             Err(StageError::Reject(e)) => return Err(e),

@@ -14,6 +14,8 @@ use ctxgate::config::raw::RawConfig;
 use ctxgate::mock::{MockConfig, MockHandle};
 use ctxgate::state::AppState;
 
+pub mod redis;
+
 pub struct Proxy {
     pub addr: SocketAddr,
     pub url: String,

@@ -113,7 +113,7 @@ impl CompressStage {
                 }
                 Err(e) => {
                     // Nothing is sent behind a marker whose original is not safe: these texts go verbatim.
-                    tracing::warn!(request_id = %request_id, error = %e, "originals not stored; texts left verbatim");
+                    crate::store_fault!(e, request_id = %request_id, error = %e, "originals not stored; texts left verbatim");
                     for p in owners {
                         self.skipped("store_failed");
                         pending[p].faulted = true;

@@ -10,7 +10,7 @@
 
 use super::CompressStage;
 use crate::ctxzip;
-use crate::store::records::{CompressedForm, OriginalMeta, RECORD_VERSION};
+use crate::store::records::{CompressedForm, OriginalMeta, RECORD_VERSION, SAVINGS_KEY};
 use crate::store::{Namespace, StoreError};
 use crate::turn::memo::key_of;
 
@@ -179,9 +179,10 @@ impl CompressStage {
             .put_many_json(Namespace::Compressed, forms, Some(expiry))
             .await
         {
-            tracing::warn!(error = %e, "could not store compressed forms");
+            crate::store_fault!(e, error = %e, "could not store compressed forms");
         }
         let mut done = Vec::with_capacity(batch.len());
+        let (mut compressions, mut saved) = (0i64, 0i64);
         for (text, tool, seam, fresh) in batch {
             let Fresh {
                 compressed,
@@ -194,6 +195,8 @@ impl CompressStage {
                 key_of(&[ctx.tenant.as_bytes(), compressed.hash.as_bytes()]),
                 expiry,
             );
+            compressions += 1;
+            saved += i64::try_from(before.saturating_sub(after)).unwrap_or(i64::MAX);
             crate::telemetry::audit::compressed(
                 &self.metrics,
                 crate::telemetry::audit::Compressed {
@@ -216,6 +219,11 @@ impl CompressStage {
                 },
             ));
         }
+        self.records.count_later(
+            ctx.tenant,
+            SAVINGS_KEY,
+            vec![("compressions", compressions), ("saved_tokens", saved)],
+        );
         Ok(done)
     }
 

@@ -23,7 +23,7 @@ use crate::config::compress::{CompressSettings, Failures};
 use crate::ctxzip;
 use crate::expand::tool::EXPAND_TOOL;
 use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
-use crate::store::records::{Records, compressed_key};
+use crate::store::records::{Records, SAVINGS_KEY, compressed_key};
 use crate::telemetry::{Metrics, ReasonLabels};
 use forms::{Context, Fresh, Known, MarkerUse};
 use positions::{Positions, agent_steps};
@@ -399,7 +399,7 @@ impl Stage for CompressStage {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(request_id = %turn.request_id, error = %e, "store unreadable; text left verbatim");
+                        crate::store_fault!(e, request_id = %turn.request_id, error = %e, "store unreadable; text left verbatim");
                         self.skipped("store_failed");
                         item.faulted = true;
                         TextState::Verbatim
@@ -424,6 +424,11 @@ impl Stage for CompressStage {
             turn.body.replace_item(i, c.value.clone());
         }
         self.metrics.wire_saved_tokens.inc_by(wire_saved);
+        if wire_saved > 0 {
+            let delta = i64::try_from(wire_saved).unwrap_or(i64::MAX);
+            self.records
+                .count_later(&tenant, SAVINGS_KEY, vec![("wire_saved_tokens", delta)]);
+        }
         self.metrics
             .savings
             .wire_saved_tokens

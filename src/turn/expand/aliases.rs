@@ -116,7 +116,7 @@ async fn flush(records: &Records, pending: &Mutex<Pending>) {
         .put_many_json(Namespace::Aliases, rows, expires)
         .await
     {
-        tracing::warn!(error = %e, count, "could not store response-id aliases");
+        crate::store_fault!(e, error = %e, count, "could not store response-id aliases");
     }
     let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
     for (key, alias) in batch {

@@ -9,6 +9,7 @@
 
 pub mod aliases;
 pub mod inject;
+pub mod patterns;
 pub mod rounds;
 pub mod stream;
 
@@ -18,7 +19,7 @@ use crate::config::ExpandSettings;
 use crate::expand::resolve::{self, ExpandArgs, Lookup, Resolution};
 use crate::expand::suggest::SuggestionBook;
 use crate::expand::window;
-use crate::store::records::{Records, SUGGESTIONS_KEY};
+use crate::store::records::{Records, SAVINGS_KEY, SUGGESTIONS_KEY};
 use crate::store::{Namespace, StoreError};
 use crate::telemetry::{Metrics, audit};
 use crate::turn::stage::FaultKind;
@@ -152,7 +153,7 @@ impl Expander {
                 false,
             ),
             Err(e) => {
-                tracing::warn!(%request_id, error = %e, "store unavailable for an expansion");
+                crate::store_fault!(e, %request_id, error = %e, "store unavailable for an expansion");
                 self.metrics
                     .stage_fault(inject::EXPAND_STAGE, FaultKind::Store.as_str());
                 self.account(
@@ -174,6 +175,13 @@ impl Expander {
         text: String,
         hit: bool,
     ) -> Answer {
+        let field = if hit {
+            "expansions"
+        } else {
+            "expansion_misses"
+        };
+        self.records
+            .count_later(tenant, SAVINGS_KEY, vec![(field, 1)]);
         audit::expanded(
             &self.metrics,
             audit::Expanded {
@@ -198,18 +206,26 @@ impl Expander {
         let text = text.to_string();
         let threshold = self.settings.suggest_threshold;
         self.records.spawn(async move {
-            // Serialised within this process: a read-modify-write of the tenant's statistics.
+            // The counts go to the store's counter sets, atomically across replicas.
+            match patterns::count(records.store().as_ref(), &tenant, &hash, &text, threshold).await
+            {
+                Ok(crossed) => {
+                    for pattern in &crossed {
+                        audit::pattern_suggested(&tenant, pattern);
+                    }
+                }
+                Err(e) => crate::store_fault!(e, error = %e, "could not count keep patterns"),
+            }
+            // The book keeps what each pattern looks like (casing, tools, last seen): serialised within this
+            // process; a concurrent write on another replica may drop such details, never a count.
             let _guard = lock.lock().await;
             let mut book = load_book(&records, &tenant).await;
-            let crossed = book.record(&hash, &tool, &text, records.now(), threshold);
-            for pattern in &crossed {
-                audit::pattern_suggested(&tenant, pattern);
-            }
+            book.record(&hash, &tool, &text, records.now(), u64::MAX);
             if let Err(e) = records
                 .put_json_durably(Namespace::Counters, &tenant, SUGGESTIONS_KEY, &book, None)
                 .await
             {
-                tracing::warn!(error = %e, "could not store keep-pattern statistics");
+                crate::store_fault!(e, error = %e, "could not store keep-pattern statistics");
             }
         });
     }
@@ -227,8 +243,8 @@ pub enum FindResult {
     Missing,
 }
 
-/// A tenant's keep-pattern statistics (empty when none or unreadable).
-pub async fn load_book(records: &Records, tenant: &str) -> SuggestionBook {
+/// A tenant's keep-pattern book as stored, without the store's counts (what [`Expander`] rewrites).
+async fn load_book(records: &Records, tenant: &str) -> SuggestionBook {
     records
         .get_json(Namespace::Counters, tenant, SUGGESTIONS_KEY)
         .await

@@ -12,6 +12,7 @@ pub mod summarizer;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::http::HeaderMap;
@@ -45,6 +46,10 @@ pub struct FoldStage {
     compact_supported: AtomicBool,
     flights: flight::Flights,
     facts: FactsCache,
+    /// Lifetime of the cross-replica fold lock (`[store] lock_ttl_ms`).
+    lock_ttl: Duration,
+    /// Who this replica is, as the owner of the fold locks it takes.
+    owner: String,
 }
 
 impl FoldStage {
@@ -53,7 +58,9 @@ impl FoldStage {
         records: Records,
         upstream: Upstream,
         metrics: Arc<Metrics>,
+        lock_ttl: Duration,
     ) -> FoldStage {
+        let owner = format!("{}-{}", std::process::id(), records.clock().unix_nanos());
         FoldStage {
             settings,
             records,
@@ -62,6 +69,8 @@ impl FoldStage {
             compact_supported: AtomicBool::new(true),
             flights: flight::Flights::default(),
             facts: FactsCache::default(),
+            lock_ttl,
+            owner,
         }
     }
 
@@ -77,6 +86,73 @@ impl FoldStage {
             config.budget = budget;
         }
         config
+    }
+
+    /// Makes the fold `key` once across replicas, then writes its records: plans again on fresh records, and while
+    /// another replica holds the fold's lock, waits for its record (at most twice the lock's lifetime: past that the
+    /// holder is gone or stuck, and this replica folds itself).
+    async fn fold_once(
+        &self,
+        tenant: &str,
+        anchor_key: &str,
+        key: &str,
+        input: fold::FoldInput<'_>,
+        summarizer: &UpstreamSummarizer<'_>,
+    ) -> Result<Result<fold::FoldResult, fold::FoldAbort>, StageError> {
+        let store = self.records.store().as_ref();
+        let patience = tokio::time::Instant::now() + 2 * self.lock_ttl;
+        let mut held = false;
+        let result = loop {
+            // Another request or replica may have made this fold meanwhile: plan again on fresh records.
+            let loaded = records::load(&self.records, tenant, anchor_key).await;
+            let (folds, failed) = match loaded {
+                Ok(loaded) => loaded,
+                Err(e) => {
+                    if held {
+                        flight::release(store, tenant, key, &self.owner).await;
+                    }
+                    return Err(e.into());
+                }
+            };
+            let input = fold::FoldInput {
+                records: &folds,
+                failed: failed.as_ref(),
+                compact_supported: self.compact_supported.load(Ordering::Relaxed),
+                ..input
+            };
+            let pending = match fold::plan(input) {
+                Plan::Done(result) => break Ok(result),
+                Plan::Fold(pending) => pending,
+            };
+            if !held {
+                match flight::claim(store, tenant, key, &self.owner, self.lock_ttl).await {
+                    flight::Claim::Mine => held = true,
+                    flight::Claim::Theirs if tokio::time::Instant::now() < patience => {
+                        drop(pending);
+                        tokio::time::sleep(flight::REPLICA_POLL).await;
+                        continue;
+                    }
+                    flight::Claim::Theirs | flight::Claim::NoStore => {}
+                }
+            }
+            break pending.run(summarizer).await;
+        };
+        if let Ok(r) = &result {
+            let (record, failed) = (r.record.as_ref(), r.failed.as_ref());
+            records::persist(
+                &self.records,
+                self.ttl_secs(),
+                tenant,
+                anchor_key,
+                record,
+                failed,
+            )
+            .await;
+        }
+        if held {
+            flight::release(store, tenant, key, &self.owner).await;
+        }
+        Ok(result)
     }
 
     fn ttl_secs(&self) -> u64 {
@@ -235,33 +311,12 @@ impl Stage for FoldStage {
                 drop(pending);
                 let flight = self.flights.join(&key);
                 let guard = flight.lock().await;
-                // Another request may have made this fold while we waited: plan again on fresh records.
-                let (folds, failed) = records::load(&self.records, &tenant, &anchor_key).await?;
-                let input = fold::FoldInput {
-                    records: &folds,
-                    failed: failed.as_ref(),
-                    compact_supported: self.compact_supported.load(Ordering::Relaxed),
-                    ..input
-                };
-                let result = match fold::plan(input) {
-                    Plan::Done(result) => Ok(result),
-                    Plan::Fold(pending) => pending.run(&summarizer).await,
-                };
-                if let Ok(r) = &result {
-                    let (record, failed) = (r.record.as_ref(), r.failed.as_ref());
-                    records::persist(
-                        &self.records,
-                        self.ttl_secs(),
-                        &tenant,
-                        &anchor_key,
-                        record,
-                        failed,
-                    )
+                let result = self
+                    .fold_once(&tenant, &anchor_key, &key, input, &summarizer)
                     .await;
-                }
                 drop(guard);
                 self.flights.land(&key, flight);
-                result
+                result?
             }
         };
         let result = match outcome {

@@ -63,7 +63,7 @@ pub async fn persist(
         }
         for (ns, result) in results {
             if let Err(e) = result {
-                tracing::warn!(error = %e, namespace = ns.as_str(), "could not store a fold record");
+                crate::store_fault!(e, error = %e, namespace = ns.as_str(), "could not store a fold record");
             }
         }
     });

@@ -5,69 +5,30 @@
 //! call runs on the blocking pool; a commit is durable (fsync) before `put` returns, which is what lets the proxy
 //! send a marker only after its original is safe.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableTable, ReadableTableMetadata};
 
 use super::{Namespace, Record, Store, StoreError};
 
-const FORMAT_V1: u8 = 1;
-const HEADER_LEN: usize = 17;
-const KEY_SEPARATOR: char = '\u{1f}';
+mod codec;
+mod lru;
+
+use codec::{KEY_SEPARATOR, counter_fields, decode, encode, full_key, io, table};
+
 /// Longest a close waits for operations in flight.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-fn table(ns: Namespace) -> TableDefinition<'static, &'static str, &'static [u8]> {
-    TableDefinition::new(ns.as_str())
-}
-
-fn full_key(tenant: &str, key: &str) -> String {
-    let mut k = String::with_capacity(tenant.len() + 1 + key.len());
-    k.push_str(tenant);
-    k.push(KEY_SEPARATOR);
-    k.push_str(key);
-    k
-}
-
-fn encode(record: &Record) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + record.value.len());
-    out.push(FORMAT_V1);
-    out.extend_from_slice(&record.created_at.to_le_bytes());
-    out.extend_from_slice(&record.expires_at.unwrap_or(0).to_le_bytes());
-    out.extend_from_slice(&record.value);
-    out
-}
-
-fn decode(bytes: &[u8]) -> Result<Record, StoreError> {
-    if bytes.len() < HEADER_LEN || bytes[0] != FORMAT_V1 {
-        return Err(StoreError::Corrupt(format!(
-            "unknown record header ({} bytes)",
-            bytes.len()
-        )));
-    }
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(w)
-    };
-    let expires = word(9);
-    Ok(Record {
-        created_at: word(1),
-        expires_at: (expires != 0).then_some(expires),
-        value: bytes[HEADER_LEN..].to_vec(),
-    })
-}
-
-fn io<E: std::fmt::Display>(e: E) -> StoreError {
-    StoreError::Io(e.to_string())
-}
 
 /// A redb-backed [`Store`].
 pub struct RedbStore {
     path: PathBuf,
     db: RwLock<Option<Arc<Database>>>,
+    /// Locks of [`Store::try_lock`]: one process owns the file, so they live in its memory (key → owner, lapse).
+    locks: Mutex<HashMap<String, (String, tokio::time::Instant)>>,
 }
 
 impl RedbStore {
@@ -88,10 +49,12 @@ impl RedbStore {
         for ns in Namespace::ALL {
             tx.open_table(table(ns)).map_err(|e| fail(e.to_string()))?;
         }
+        lru::ensure_built(&tx).map_err(|e| fail(e.to_string()))?;
         tx.commit().map_err(|e| fail(e.to_string()))?;
         Ok(RedbStore {
             path: path.to_path_buf(),
             db: RwLock::new(Some(Arc::new(db))),
+            locks: Mutex::new(HashMap::new()),
         })
     }
 
@@ -203,11 +166,7 @@ impl Store for RedbStore {
         let k = full_key(tenant, key);
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                t.insert(k.as_str(), encode(&record).as_slice())
-                    .map_err(io)?;
-            }
+            write(&tx, ns, &k, &encode(&record))?;
             tx.commit().map_err(io)
         })
         .await
@@ -223,13 +182,8 @@ impl Store for RedbStore {
         }
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                for (tenant, key, record) in &records {
-                    let k = full_key(tenant, key);
-                    t.insert(k.as_str(), encode(record).as_slice())
-                        .map_err(io)?;
-                }
+            for (tenant, key, record) in &records {
+                write(&tx, ns, &full_key(tenant, key), &encode(record))?;
             }
             tx.commit().map_err(io)
         })
@@ -247,20 +201,20 @@ impl Store for RedbStore {
         let k = full_key(tenant, key);
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            let touched = {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                let current = match t.get(k.as_str()).map_err(io)? {
+            let current = {
+                let t = tx.open_table(table(ns)).map_err(io)?;
+                match t.get(k.as_str()).map_err(io)? {
                     None => None,
                     Some(v) => Some(decode(v.value())?),
-                };
-                match current {
-                    Some(mut r) if !r.is_expired(now) => {
-                        r.expires_at = expires_at;
-                        t.insert(k.as_str(), encode(&r).as_slice()).map_err(io)?;
-                        true
-                    }
-                    _ => false,
                 }
+            };
+            let touched = match current {
+                Some(mut r) if !r.is_expired(now) => {
+                    r.expires_at = expires_at;
+                    write(&tx, ns, &k, &encode(&r))?;
+                    true
+                }
+                _ => false,
             };
             tx.commit().map_err(io)?;
             Ok(touched)
@@ -272,10 +226,13 @@ impl Store for RedbStore {
         let k = full_key(tenant, key);
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            let removed = {
+            let old = {
                 let mut t = tx.open_table(table(ns)).map_err(io)?;
-                t.remove(k.as_str()).map_err(io)?.is_some()
+                let removed = t.remove(k.as_str()).map_err(io)?;
+                removed.map(|g| g.value().to_vec())
             };
+            lru::note(&tx, ns, &k, old.as_deref(), None)?;
+            let removed = old.is_some();
             tx.commit().map_err(io)?;
             Ok(removed)
         })
@@ -313,17 +270,11 @@ impl Store for RedbStore {
     }
 
     async fn sweep_expired(&self, now: u64) -> Result<u64, StoreError> {
+        // Only the expired end of the index is read. A record that cannot be decoded has no expiry there: the
+        // sweep never destroys what it does not understand.
         self.run(move |db| {
             let tx = db.begin_write().map_err(io)?;
-            let mut removed = 0u64;
-            for ns in Namespace::ALL {
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                let before = t.len().map_err(io)?;
-                // A record that cannot be decoded is kept: the sweep must never destroy what it does not understand.
-                t.retain(|_, v| decode(v).map(|r| !r.is_expired(now)).unwrap_or(true))
-                    .map_err(io)?;
-                removed += before.saturating_sub(t.len().map_err(io)?);
-            }
+            let removed = lru::sweep(&tx, now)?;
             tx.commit().map_err(io)?;
             Ok(removed)
         })
@@ -333,45 +284,102 @@ impl Store for RedbStore {
     async fn evict_to(&self, namespaces: &[Namespace], max_bytes: u64) -> Result<u64, StoreError> {
         let namespaces = namespaces.to_vec();
         self.run(move |db| {
-            // (expiry, namespace, key, size): one read pass, then deletes in one write transaction.
-            let mut entries = Vec::new();
-            let mut total = 0u64;
-            {
-                let tx = db.begin_read().map_err(io)?;
-                for ns in &namespaces {
-                    let t = tx.open_table(table(*ns)).map_err(io)?;
-                    for entry in t.iter().map_err(io)? {
-                        let (k, v) = entry.map_err(io)?;
-                        let size = (k.value().len() + v.value().len()) as u64;
-                        total += size;
-                        let expiry = decode(v.value())
-                            .ok()
-                            .and_then(|r| r.expires_at)
-                            .unwrap_or(u64::MAX);
-                        entries.push((expiry, *ns, k.value().to_string(), size));
-                    }
-                }
-            }
-            if total <= max_bytes {
-                return Ok(0);
-            }
-            entries.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.2.cmp(&b.2)));
             let tx = db.begin_write().map_err(io)?;
-            let mut evicted = 0u64;
-            for (_, ns, key, size) in entries {
-                if total <= max_bytes {
-                    break;
-                }
-                let mut t = tx.open_table(table(ns)).map_err(io)?;
-                if t.remove(key.as_str()).map_err(io)?.is_some() {
-                    total = total.saturating_sub(size);
-                    evicted += 1;
-                }
-            }
+            let evicted = lru::evict_to(&tx, &namespaces, max_bytes)?;
             tx.commit().map_err(io)?;
             Ok(evicted)
         })
         .await
+    }
+
+    async fn incr_many(
+        &self,
+        tenant: &str,
+        key: &str,
+        deltas: &[(&str, i64)],
+    ) -> Result<Vec<i64>, StoreError> {
+        let k = full_key(tenant, key);
+        let deltas: Vec<(String, i64)> = deltas.iter().map(|(f, d)| (f.to_string(), *d)).collect();
+        // Read, add and write inside one write transaction: redb runs one writer at a time, so no increment is lost.
+        self.run(move |db| {
+            let tx = db.begin_write().map_err(io)?;
+            let mut fields = {
+                let t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
+                match t.get(k.as_str()).map_err(io)? {
+                    None => BTreeMap::new(),
+                    Some(v) => counter_fields(&decode(v.value())?),
+                }
+            };
+            let mut totals = Vec::with_capacity(deltas.len());
+            for (field, delta) in deltas {
+                let slot = fields.entry(field).or_insert(0i64);
+                *slot = slot.saturating_add(delta);
+                totals.push(*slot);
+            }
+            let record = Record {
+                value: serde_json::to_vec(&fields).map_err(io)?,
+                created_at: 0,
+                expires_at: None,
+            };
+            write(&tx, Namespace::Counters, &k, &encode(&record))?;
+            tx.commit().map_err(io)?;
+            Ok(totals)
+        })
+        .await
+    }
+
+    async fn counters(&self, tenant: &str, key: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let record = self.get(Namespace::Counters, tenant, key, 0).await?;
+        Ok(record
+            .map(|r| counter_fields(&r).into_iter().collect())
+            .unwrap_or_default())
+    }
+
+    async fn counter_tenants(&self, key: &str) -> Result<Vec<String>, StoreError> {
+        let suffix = full_key("", key);
+        self.run(move |db| {
+            let tx = db.begin_read().map_err(io)?;
+            let t = tx.open_table(table(Namespace::Counters)).map_err(io)?;
+            let mut tenants = Vec::new();
+            for entry in t.iter().map_err(io)? {
+                let (k, _) = entry.map_err(io)?;
+                if let Some(tenant) = k.value().strip_suffix(suffix.as_str())
+                    && !tenant.contains(KEY_SEPARATOR)
+                {
+                    tenants.push(tenant.to_string());
+                }
+            }
+            tenants.sort();
+            Ok(tenants)
+        })
+        .await
+    }
+
+    async fn try_lock(
+        &self,
+        tenant: &str,
+        key: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = tokio::time::Instant::now();
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        locks.retain(|_, (_, lapse)| *lapse > now);
+        let k = full_key(tenant, key);
+        if locks.contains_key(&k) {
+            return Ok(false);
+        }
+        locks.insert(k, (owner.to_string(), now + ttl));
+        Ok(true)
+    }
+
+    async fn unlock(&self, tenant: &str, key: &str, owner: &str) -> Result<(), StoreError> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        let k = full_key(tenant, key);
+        if locks.get(&k).is_some_and(|(held_by, _)| held_by == owner) {
+            locks.remove(&k);
+        }
+        Ok(())
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
@@ -397,6 +405,20 @@ impl Store for RedbStore {
     }
 }
 
+/// Writes one stored value and keeps the expiry/size index in step, in the caller's transaction.
+fn write(
+    tx: &redb::WriteTransaction,
+    ns: Namespace,
+    full_key: &str,
+    stored: &[u8],
+) -> Result<(), StoreError> {
+    let old = {
+        let mut t = tx.open_table(table(ns)).map_err(io)?;
+        let old = t.insert(full_key, stored).map_err(io)?;
+        old.map(|g| g.value().to_vec())
+    };
+    lru::note(tx, ns, full_key, old.as_deref(), Some(stored))
+}
+
 #[cfg(test)]
-#[path = "redb_tests.rs"]
 mod tests;

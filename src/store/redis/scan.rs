@@ -1,0 +1,100 @@
+//! Prefix scans on Redis: the marker-prefix lookup of `context_expand` and the listing of a conversation's folds.
+//!
+//! Redis has no ordered keyspace, so each tenant's namespace keeps a sorted set of its keys (scored by expiry, so
+//! writes can prune the expired ones; all ranges here are by key) and a scan is `ZRANGEBYLEX` over it, then the records themselves in one pipeline — the same key order redb's table gives.
+//! Entries whose record Redis already expired or evicted are dropped from the index on the way.
+
+use redis::{AsyncCommands, Value};
+
+use super::RedisStore;
+use super::codec::{decode, records_from};
+use crate::store::{Namespace, Record, StoreError};
+
+impl RedisStore {
+    /// Live records of a tenant whose key starts with `prefix`, in key order, at most `limit`.
+    pub(super) async fn scan(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        prefix: &str,
+        limit: usize,
+        now: u64,
+    ) -> Result<Vec<(String, Record)>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let index = self.keys.index(ns, tenant);
+        // The index is sorted by key bytes like redb's table: `[prefix` .. `(prefix\xff` is every key starting
+        // with the prefix (0xff never occurs in UTF-8).
+        let (min, max) = if prefix.is_empty() {
+            (b"-".to_vec(), b"+".to_vec())
+        } else {
+            let mut min = vec![b'['];
+            min.extend_from_slice(prefix.as_bytes());
+            let mut max = vec![b'('];
+            max.extend_from_slice(prefix.as_bytes());
+            max.push(0xff);
+            (min, max)
+        };
+        let record_key = |key: &str| self.keys.record(ns, tenant, key);
+        let batch = limit.clamp(16, 512);
+        let mut out = Vec::new();
+        let mut offset = 0usize;
+        loop {
+            let members: Vec<String> = {
+                let (index, min, max) = (&index, &min, &max);
+                self.run("scan_prefix", |mut c| async move {
+                    redis::cmd("ZRANGEBYLEX")
+                        .arg(index)
+                        .arg(min)
+                        .arg(max)
+                        .arg("LIMIT")
+                        .arg(offset)
+                        .arg(batch)
+                        .query_async(&mut c)
+                        .await
+                })
+                .await?
+            };
+            if members.is_empty() {
+                break;
+            }
+            let mut pipe = redis::pipe();
+            for m in &members {
+                let k = record_key(m);
+                pipe.get(&k).cmd("EXPIRETIME").arg(&k);
+            }
+            let replies: Vec<Value> = self
+                .run("scan_prefix", |mut c| async move {
+                    pipe.query_async(&mut c).await
+                })
+                .await?;
+            let rows = records_from(replies).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let mut gone = Vec::new();
+            for (member, row) in members.iter().zip(rows) {
+                match row {
+                    // Expired or evicted by Redis: its index entry goes too.
+                    None => gone.push(member.clone()),
+                    Some((bytes, expiry)) => {
+                        let r = decode(&bytes, expiry)?;
+                        if !r.is_expired(now) && out.len() < limit {
+                            out.push((member.clone(), r));
+                        }
+                    }
+                }
+            }
+            if !gone.is_empty() {
+                let index = &index;
+                self.run("scan_prefix", |mut c| async move {
+                    c.zrem::<_, _, ()>(index, gone).await
+                })
+                .await?;
+            }
+            offset += members.len();
+            if out.len() >= limit || members.len() < batch {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
