@@ -89,8 +89,11 @@ pub fn contains_marker(text: &str) -> bool {
 /// space, a note of 1–128 characters without whitespace or angle brackets, and the suffix. Deciding to offer
 /// `context_expand` on anything looser would let a user's `<<ctxzip:zzzz>>` change the request.
 pub fn has_own_marker(bytes: &[u8]) -> bool {
+    // Built once: the inject stage asks this of every input item on every turn.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(MARKER_PREFIX.as_bytes()));
     let prefix = MARKER_PREFIX.as_bytes();
-    memchr::memmem::find_iter(bytes, prefix).any(|at| {
+    FINDER.find_iter(bytes).any(|at| {
         let rest = &bytes[at + prefix.len()..];
         let Some(hash) = rest.get(..HASH_LEN) else {
             return false;

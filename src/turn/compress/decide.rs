@@ -17,7 +17,8 @@ use crate::responses::Item;
 use crate::responses::shape::rewrite_texts;
 
 impl CompressStage {
-    /// The compressed items (index, form) among `pending`; every decision made is remembered.
+    /// The compressed items (index, form) among `pending`, and the first item left undecided by a store fault;
+    /// every decision made is remembered.
     pub(super) async fn decide(
         &self,
         ctx: &Context<'_>,
@@ -25,8 +26,9 @@ impl CompressStage {
         items: &[Item],
         mut pending: Vec<Pending<'_>>,
         has_marker: bool,
-    ) -> Vec<(usize, Arc<Compression>)> {
+    ) -> (Vec<(usize, Arc<Compression>)>, Option<usize>) {
         let mut out = Vec::new();
+        let mut first_faulted: Option<usize> = None;
         // Each new text is decided once, here, for the whole conversation: it is compressed when its saving pays
         // for its own marker and — while the conversation has no marker yet — when the request's new texts
         // together pay for the expand tool and directive the first marker brings.
@@ -160,13 +162,15 @@ impl CompressStage {
                     })
                 })
             };
-            if !item.faulted {
+            if item.faulted {
+                first_faulted = Some(first_faulted.map_or(item.index, |f| f.min(item.index)));
+            } else {
                 self.rewrites.insert(item.memo_key, found.clone());
             }
             if let Some(c) = found {
                 out.push((item.index, c));
             }
         }
-        out
+        (out, first_faulted)
     }
 }

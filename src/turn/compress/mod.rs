@@ -12,6 +12,8 @@ use std::sync::Arc;
 mod decide;
 mod forms;
 mod positions;
+mod prefix;
+mod scan;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -22,11 +24,14 @@ use super::stage::{Stage, StageError};
 use crate::config::compress::{CompressSettings, Failures};
 use crate::ctxzip;
 use crate::expand::tool::EXPAND_TOOL;
+use crate::responses::Item;
 use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
 use crate::store::records::{Records, SAVINGS_KEY, compressed_key};
 use crate::telemetry::{Metrics, ReasonLabels};
 use forms::{Context, Fresh, Known, MarkerUse};
-use positions::{Positions, agent_steps};
+use positions::Positions;
+use prefix::{Heads, Settled};
+use scan::Scan;
 
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
@@ -83,6 +88,15 @@ pub struct CompressStage {
     expiries: Memo<u64>,
     /// Items sent verbatim because their position protected them, by the same key as `rewrites`.
     held: Memo<()>,
+    /// The settled head of each recent conversation: a turn examines only the items after it.
+    heads: Heads,
+}
+
+/// The stage's headers on a turn it left alone.
+fn nothing(turn: &mut Turn) -> Result<(), StageError> {
+    turn.add_response_header(COMPRESSED_HEADER, "0".into());
+    turn.add_response_header(SAVED_HEADER, "0".into());
+    Ok(())
 }
 
 impl CompressStage {
@@ -95,6 +109,7 @@ impl CompressStage {
             rewrites: Memo::new(MEMO_CAPACITY),
             expiries: Memo::new(MEMO_CAPACITY),
             held: Memo::new(MEMO_CAPACITY),
+            heads: Heads::default(),
         }
     }
 
@@ -105,7 +120,8 @@ impl CompressStage {
             .inc();
     }
 
-    fn shape(&self, raw_key: u128, item: &crate::responses::Item) -> Option<Arc<(Shape, usize)>> {
+    fn shape(&self, item: &Item) -> Option<Arc<(Shape, usize)>> {
+        let raw_key = item.content_key();
         if let Some(s) = self.shapes.get(raw_key) {
             return Some(s);
         }
@@ -129,9 +145,7 @@ impl Stage for CompressStage {
             return Ok(());
         }
         let Some(items) = turn.body.items() else {
-            turn.add_response_header(COMPRESSED_HEADER, "0".into());
-            turn.add_response_header(SAVED_HEADER, "0".into());
-            return Ok(());
+            return nothing(turn);
         };
         let min = self.settings.min_tool_output_chars;
         // Outputs that repeat an earlier output's lines are worth a look from a smaller size on.
@@ -141,20 +155,30 @@ impl Stage for CompressStage {
         };
         // An item whose whole JSON is shorter than the threshold has no text that long: most turns stop here.
         if items.iter().all(|i| i.json_len() < min_repeat) {
-            turn.add_response_header(COMPRESSED_HEADER, "0".into());
-            turn.add_response_header(SAVED_HEADER, "0".into());
+            return nothing(turn);
+        }
+        let anchor_key = turn.anchor_key(None);
+        let tenant = turn.tenant().to_string();
+        let Some(items) = turn.body.items() else {
             return Ok(());
+        };
+        // The head settled on an earlier turn is replayed, not examined again. A follow-up expand round carries the
+        // first round's rewritten items, not the client's: it takes the full pass and is not remembered.
+        let conversation = prefix::conversation_key(&tenant, &anchor_key);
+        let mut head = if turn.expand_active {
+            None
+        } else {
+            self.heads.find(conversation, items)
+        };
+        let mut scan = Scan::new(self, items, head.as_deref());
+        let mut positions = scan.positions(&self.settings);
+        if head.as_ref().is_some_and(|h| !positions.still_allow(h)) {
+            head = None;
+            scan = Scan::new(self, items, None);
+            positions = scan.positions(&self.settings);
         }
-        let raw_keys: Vec<u128> = items
-            .iter()
-            .map(crate::responses::Item::content_key)
-            .collect();
-        let mut shapes = Vec::with_capacity(items.len());
-        for (item, key) in items.iter().zip(&raw_keys) {
-            shapes.push(self.shape(*key, item));
-        }
-        let shape_at = |i: usize| shapes[i].as_deref().map(|(s, _)| s);
-        let is_candidate = |i: usize| match shapes[i].as_deref() {
+        let shape_at = |i: usize| scan.shape(i);
+        let is_candidate = |i: usize| match scan.shape_and_longest(i) {
             Some((Shape::Output { .. }, longest)) => *longest >= min_repeat,
             Some((Shape::AssistantMessage, longest)) => *longest >= min,
             Some((Shape::UserMessage { .. }, longest)) => {
@@ -162,74 +186,34 @@ impl Stage for CompressStage {
             }
             _ => false,
         };
-        let candidates: Vec<usize> = (0..items.len()).filter(|i| is_candidate(*i)).collect();
-        if candidates.is_empty() {
-            turn.add_response_header(COMPRESSED_HEADER, "0".into());
-            turn.add_response_header(SAVED_HEADER, "0".into());
-            return Ok(());
+        let candidates: Vec<usize> = (scan.start..items.len())
+            .filter(|i| is_candidate(*i))
+            .collect();
+        let replayed = head
+            .as_ref()
+            .map_or(0, |h| h.rewrites.len() as u64 + h.excluded);
+        if candidates.is_empty() && replayed == 0 {
+            if !turn.expand_active {
+                let none = (&Settled::default(), &[][..]);
+                self.remember_head(conversation, &scan, head.as_ref(), none, items);
+            }
+            return nothing(turn);
         }
         // Borrowed from the shapes: a long transcript has thousands of calls, and this runs every turn.
         let mut calls: rustc_hash::FxHashMap<&str, (&str, &str)> = rustc_hash::FxHashMap::default();
-        let mut first_user = "";
-        let mut user_positions = Vec::new();
-        let mut function_outputs = Vec::new();
-        // Each output's position among the request's outputs, and the item index of each: what repeats count in.
-        let mut ordinals: Vec<Option<usize>> = vec![None; items.len()];
-        let mut outputs: Vec<usize> = Vec::new();
-        for i in 0..items.len() {
-            match shape_at(i) {
-                Some(Shape::Call {
-                    call_id,
-                    name,
-                    arguments,
-                }) => {
-                    calls.insert(call_id.as_str(), (name.as_str(), arguments.as_str()));
-                }
-                Some(Shape::UserMessage { text }) => {
-                    if user_positions.is_empty() {
-                        first_user = text.as_str();
-                    }
-                    user_positions.push(i);
-                }
-                Some(Shape::Output { function, .. }) => {
-                    outputs.push(i);
-                    if *function {
-                        function_outputs.push(i);
-                    }
-                }
-                _ => {}
+        for i in 0..scan.len() {
+            if let Some(Shape::Call {
+                call_id,
+                name,
+                arguments,
+            }) = shape_at(i)
+            {
+                calls.insert(call_id.as_str(), (name.as_str(), arguments.as_str()));
             }
         }
-        for (ordinal, &i) in outputs.iter().enumerate() {
-            ordinals[i] = Some(ordinal);
-        }
-        let protect_turns = self.settings.protect_recent_turns;
-        let positions = Positions {
-            recent_outputs_from: match self.settings.protect_recent {
-                0 => usize::MAX,
-                n => function_outputs
-                    .iter()
-                    .rev()
-                    .nth(n - 1)
-                    .copied()
-                    .unwrap_or(0),
-            },
-            recent_turns_from: match protect_turns {
-                0 => usize::MAX,
-                n if user_positions.len() >= n => user_positions[user_positions.len() - n],
-                _ => 0,
-            },
-            steps: if self.settings.agent_steps {
-                agent_steps(&(0..items.len()).map(shape_at).collect::<Vec<_>>())
-            } else {
-                Vec::new()
-            },
-        };
-        let first_user = first_user.to_string();
-        let anchor_key = turn.anchor_key(None);
-        let tenant = turn.tenant().to_string();
-        let Some(items) = turn.body.items() else {
-            return Ok(());
+        let first_user = match scan.first_user.and_then(shape_at) {
+            Some(Shape::UserMessage { text }) => text.clone(),
+            _ => String::new(),
         };
         let ctx = Context {
             tenant: &tenant,
@@ -237,6 +221,18 @@ impl Stage for CompressStage {
             request_id: &turn.request_id,
         };
         let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
+        let mut settled = Settled::default();
+        if let Some(h) = &head {
+            rewrites.extend(h.rewrites.iter().cloned());
+            if h.excluded > 0 {
+                self.metrics
+                    .compress_skipped
+                    .get_or_create(&ReasonLabels {
+                        reason: "excluded_tool",
+                    })
+                    .inc_by(h.excluded);
+            }
+        }
         let mut pending: Vec<Pending<'_>> = Vec::new();
         // The earlier outputs new ones may repeat, indexed once, when a new output first needs them.
         let repeat_opts = ctxzip::Options {
@@ -245,15 +241,15 @@ impl Stage for CompressStage {
         };
         let mut seen: Option<ctxzip::repeats::Seen<'_>> = None;
         let build_seen = || {
-            let new_ordinals = candidates.iter().filter_map(|i| ordinals[*i]);
+            let new_ordinals = candidates.iter().filter_map(|i| scan.ordinal(*i));
             let (lo, hi) = new_ordinals.fold((usize::MAX, 0), |(lo, hi), o| (lo.min(o), hi.max(o)));
+            let from = lo.saturating_sub(ctxzip::repeats::WINDOW);
             let mut earlier = Vec::new();
-            for (ordinal, &idx) in outputs
-                .iter()
-                .enumerate()
-                .take(hi)
-                .skip(lo.saturating_sub(ctxzip::repeats::WINDOW))
-            {
+            for (at, &idx) in scan.outputs.iter().enumerate() {
+                let ordinal = scan.outputs_base + at;
+                if ordinal < from || ordinal >= hi {
+                    continue;
+                }
                 let (Some(value), Some(Shape::Output { call_id, .. })) =
                     (items[idx].value(), shape_at(idx))
                 else {
@@ -276,18 +272,28 @@ impl Stage for CompressStage {
             ctxzip::repeats::Seen::new(earlier)
         };
         // Whether this conversation already carries a marker (so the expand tool is paid for).
-        let mut has_marker = false;
+        let mut has_marker = head.as_ref().is_some_and(|h| h.has_marker);
+        let replayed = rewrites.len();
         for i in candidates.iter().copied() {
             let Some(shape) = shape_at(i) else { continue };
             let memo_key = key_of(&[
                 tenant.as_bytes(),
                 anchor_key.as_bytes(),
-                &raw_keys[i].to_le_bytes(),
+                &items[i].content_key().to_le_bytes(),
             ]);
             if !positions.allows(i, shape) {
-                // Sent as the client sent it, so the provider caches it so: compressing it later gives that up.
-                self.held.insert(memo_key, ());
+                if !Positions::forever_denied(i, shape) {
+                    settled.open(i);
+                    // Sent as the client sent it, so the provider caches it so: compressing it later gives that up.
+                    self.held.insert(memo_key, ());
+                }
                 continue;
+            }
+            // A step of the tool loop stays allowed on every later turn: only other allowed items are checked again.
+            if !positions.is_step(i) {
+                settled
+                    .allowed
+                    .push((i, matches!(shape, Shape::Output { function: true, .. })));
             }
             let call = match shape {
                 Shape::Output { call_id, .. } => calls.get(call_id.as_str()),
@@ -296,18 +302,20 @@ impl Stage for CompressStage {
             let (tool, arguments) = call.copied().unwrap_or(("", ""));
             if tool == EXPAND_TOOL || self.settings.exclude_tools.iter().any(|t| t == tool) {
                 self.skipped("excluded_tool");
+                settled.excluded.push(i);
                 continue;
             }
             if let Some(known) = self.rewrites.get(memo_key) {
                 // A form that points back to earlier outputs is reused only where they stand before it, the same.
                 let stands = known.as_ref().is_none_or(|c| {
-                    c.sources
-                        .iter()
-                        .all(|(s, key)| *s < i && raw_keys.get(*s) == Some(key))
+                    c.sources.iter().all(|(s, key)| {
+                        *s < i && items.get(*s).map(Item::content_key) == Some(*key)
+                    })
                 });
                 if stands {
                     if let Some(c) = known {
                         has_marker = true;
+                        settled.markers.push(i);
                         rewrites.push((i, c));
                     }
                     continue;
@@ -355,7 +363,7 @@ impl Stage for CompressStage {
                     continue;
                 }
                 let by_kind = text.len() >= min;
-                let repeats = match ordinals[i] {
+                let repeats = match scan.ordinal(i) {
                     Some(ordinal) if self.settings.min_repeat_chars > 0 => {
                         let index = seen.get_or_insert_with(build_seen);
                         ctxzip::repeats::find(&text, ordinal, index, &repeat_opts)
@@ -370,8 +378,8 @@ impl Stage for CompressStage {
                 let form_key = match (&repeats, &seen) {
                     (Some(r), Some(index)) => {
                         for ordinal in r.sources(index) {
-                            if let Some(&s) = outputs.get(ordinal) {
-                                item.sources.push((s, raw_keys[s]));
+                            if let Some(s) = scan.output_at(ordinal) {
+                                item.sources.push((s, items[s].content_key()));
                             }
                         }
                         compressed_key(&anchor_key, &format!("{hash}~{}", r.context()))
@@ -382,6 +390,7 @@ impl Stage for CompressStage {
                 let state = match self.known(&ctx, (&text, &hash), tool, &form_key).await {
                     Ok(Known::Compressed(new, marker)) => {
                         has_marker = true;
+                        settled.markers.push(i);
                         TextState::Known(new, marker)
                     }
                     Ok(Known::Verbatim) => TextState::Verbatim,
@@ -409,10 +418,17 @@ impl Stage for CompressStage {
             }
             pending.push(item);
         }
-        rewrites.extend(
-            self.decide(&ctx, &turn.request_id, items, pending, has_marker)
-                .await,
-        );
+        let (decided, faulted) = self
+            .decide(&ctx, &turn.request_id, items, pending, has_marker)
+            .await;
+        rewrites.extend(decided);
+        if let Some(i) = faulted {
+            settled.open(i);
+        }
+        if !turn.expand_active {
+            let tail = rewrites.get(replayed..).unwrap_or_default();
+            self.remember_head(conversation, &scan, head.as_ref(), (&settled, tail), items);
+        }
         let markers: Vec<MarkerUse> = rewrites
             .iter()
             .flat_map(|(_, c)| c.markers.iter().cloned())

@@ -5,6 +5,7 @@
 //! at first sight. Deciding at first sight is what keeps a conversation's prefix byte-stable for the provider's
 //! cache: an item compressed only later would change bytes the provider has already cached.
 
+use super::prefix::Decided;
 use crate::responses::shape::Shape;
 
 /// Whether an item may be compressed at its position: tool outputs unless among the `protect_recent` last; steps of
@@ -13,7 +14,9 @@ use crate::responses::shape::Shape;
 pub(super) struct Positions {
     pub recent_outputs_from: usize,
     pub recent_turns_from: usize,
-    /// By item: a step of the agent's tool loop ([`agent_steps`]).
+    /// By item from `steps_from` on: a step of the agent's tool loop ([`agent_steps`]). Earlier items were settled
+    /// on an earlier turn and are not asked about.
+    pub steps_from: usize,
     pub steps: Vec<bool>,
 }
 
@@ -21,15 +24,40 @@ impl Positions {
     pub fn allows(&self, index: usize, shape: &Shape) -> bool {
         match shape {
             Shape::Output { function: true, .. } => index < self.recent_outputs_from,
-            _ if self.steps.get(index).copied().unwrap_or(false) => index > 0,
-            _ => index > 0 && index < self.recent_turns_from,
+            _ if self.is_step(index) => index > 0,
+            _ => self.allows_live(index),
         }
+    }
+
+    /// Whether the item at `index` is a step of the agent's tool loop: allowed on every turn to come.
+    pub fn is_step(&self, index: usize) -> bool {
+        index
+            .checked_sub(self.steps_from)
+            .and_then(|i| self.steps.get(i).copied())
+            .unwrap_or(false)
+    }
+
+    fn allows_live(&self, index: usize) -> bool {
+        index > 0 && index < self.recent_turns_from
+    }
+
+    /// Whether every candidate a settled head let through is still let through (a transcript that lost items at
+    /// its end may move the protected zone back over them).
+    pub fn still_allow(&self, head: &Decided) -> bool {
+        head.last_allowed_output
+            .is_none_or(|i| i < self.recent_outputs_from)
+            && head.last_allowed_live.is_none_or(|i| self.allows_live(i))
+    }
+
+    /// Whether `index` is kept verbatim by its position on every turn to come (the first item, frozen).
+    pub fn forever_denied(index: usize, shape: &Shape) -> bool {
+        index == 0 && !matches!(shape, Shape::Output { function: true, .. })
     }
 }
 
 /// Which items are steps of the agent's tool loop: an assistant message followed by a tool call before the next user
 /// message (the model's notes on the way to the call, which come back in the same request as the call), and the
-/// output of any tool. They are decided at first sight like function outputs: in an agent session the whole task is
+/// output of a tool other than a function (function outputs have their own rule, `protect_recent`). They are decided at first sight like function outputs: in an agent session the whole task is
 /// one user turn, so waiting for them to leave the most recent user turns would keep every one of them verbatim, and
 /// deciding them later would change a prefix the provider has already cached.
 pub(super) fn agent_steps(shapes: &[Option<&Shape>]) -> Vec<bool> {
@@ -40,7 +68,9 @@ pub(super) fn agent_steps(shapes: &[Option<&Shape>]) -> Vec<bool> {
             Some(Shape::Call { .. }) => call_follows = true,
             Some(Shape::UserMessage { .. }) => call_follows = false,
             Some(Shape::AssistantMessage) => steps[i] = call_follows,
-            Some(Shape::Output { .. }) => steps[i] = true,
+            Some(Shape::Output {
+                function: false, ..
+            }) => steps[i] = true,
             _ => {}
         }
     }
@@ -107,6 +137,7 @@ mod tests {
         let positions = Positions {
             recent_outputs_from: usize::MAX,
             recent_turns_from: 0,
+            steps_from: 0,
             steps: steps_of(&shapes),
         };
         assert!(positions.allows(1, &shapes[1]));
@@ -128,9 +159,11 @@ mod tests {
         let positions = Positions {
             recent_outputs_from: 5,
             recent_turns_from: 0,
+            steps_from: 0,
             steps: Vec::new(),
         };
         assert!(positions.allows(4, &output(true)));
         assert!(!positions.allows(5, &output(true)));
+        assert!(!steps_of(&[user(), call(), output(true)])[2]);
     }
 }
