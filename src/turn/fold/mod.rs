@@ -126,7 +126,13 @@ impl FoldStage {
             };
             if !held {
                 match flight::claim(store, tenant, key, &self.owner, self.lock_ttl).await {
-                    flight::Claim::Mine => held = true,
+                    // Plan once more with the lock held: a holder before us may have written the fold and let go
+                    // between our plan and our claim.
+                    flight::Claim::Mine => {
+                        held = true;
+                        drop(pending);
+                        continue;
+                    }
                     flight::Claim::Theirs if tokio::time::Instant::now() < patience => {
                         drop(pending);
                         tokio::time::sleep(flight::REPLICA_POLL).await;
