@@ -204,3 +204,49 @@ async fn a_transcript_seen_whole_for_the_first_time_is_compressed_whatever_follo
     assert!(ctxgate::ctxzip::contains_marker(visible));
     proxy.stop().await;
 }
+
+/// An agent session whose first output was the newest (protected by `protect_recent = 1`) when first sent.
+fn protected_output_session(tail: &str) -> Vec<Value> {
+    let mut items = vec![
+        json!({"type":"message","role":"user","content":"Which libssl version is installed?"}),
+    ];
+    items.extend(step("c1", "dpkg -l", &notes()));
+    items.push(json!({"type":"message","role":"user","content": format!("My config:\n{tail}")}));
+    items.extend(step("c2", "openssl version", "OpenSSL 3.0.11"));
+    items
+}
+
+async fn protecting_proxy() -> (ctxgate::mock::MockHandle, Proxy) {
+    mock_and_proxy_with(|opts| {
+        opts.raw.fold.mode = Some("off".into());
+        opts.raw.compress.protect_recent = Some(1);
+        opts.raw.compress.min_saved_prefix_percent = Some(50);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_output_leaving_the_protect_recent_window_follows_the_late_rule() {
+    // Not worth it: a long text after the output would be read again in full.
+    let (mock, proxy) = protecting_proxy().await;
+    let items = protected_output_session(&big_tail());
+    let first = post_responses(&proxy, &body(&items[..3]), "sk-a").await;
+    assert_eq!(first.headers()["x-ctxgate-compressed"], "0");
+    let second = post_responses(&proxy, &body(&items), "sk-a").await;
+    assert_eq!(second.headers()["x-ctxgate-compressed"], "0");
+    assert_eq!(output_of(&turn_requests(&mock)[1], "c1"), notes());
+    proxy.stop().await;
+
+    // Worth it: nothing long follows.
+    let (mock, proxy) = protecting_proxy().await;
+    let items = protected_output_session("indent = 4");
+    let first = post_responses(&proxy, &body(&items[..3]), "sk-a").await;
+    assert_eq!(first.headers()["x-ctxgate-compressed"], "0");
+    let second = post_responses(&proxy, &body(&items), "sk-a").await;
+    assert_eq!(second.headers()["x-ctxgate-compressed"], "1");
+    assert!(ctxgate::ctxzip::contains_marker(&output_of(
+        &turn_requests(&mock)[1],
+        "c1"
+    )));
+    proxy.stop().await;
+}
