@@ -115,15 +115,7 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
     }
     // Suggestions are written in the background: wait for that work to finish.
     proxy.state.settled().await;
-    let stats: serde_json::Value = client()
-        .get(proxy.v1("/ctxzip/stats"))
-        .header("authorization", "Bearer sk-cli")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = stats_of(&proxy, "sk-cli").await;
     let suggestions = stats["suggestions"].as_array().unwrap();
     assert!(
         suggestions

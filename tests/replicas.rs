@@ -109,15 +109,7 @@ async fn compressed_on_a_expands_on_b(url: String, test: &str) {
     // The tenant's savings add up across replicas.
     a.state.settled().await;
     b.state.settled().await;
-    let stats: Value = client()
-        .get(b.v1("/ctxzip/stats"))
-        .header("authorization", "Bearer sk-a")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats = stats_of(&b, "sk-a").await;
     assert_eq!(stats["totals"]["compressions"], 1, "{stats}");
     assert!(
         stats["totals"]["expansions"].as_u64().unwrap() >= 2,
@@ -213,15 +205,7 @@ async fn keep_pattern_counts_add_up_across_replicas(url: String, test: &str) {
     a.state.settled().await;
     b.state.settled().await;
     for proxy in [&a, &b] {
-        let stats: Value = client()
-            .get(proxy.v1("/ctxzip/stats"))
-            .header("authorization", "Bearer sk-p")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let stats = stats_of(proxy, "sk-p").await;
         let found = stats["suggestions"]
             .as_array()
             .unwrap()

@@ -213,6 +213,19 @@ pub async fn get_original(proxy: &Proxy, hash: &str, key: &str) -> String {
         .unwrap()
 }
 
+/// `GET /v1/ctxzip/stats` as the tenant of `Bearer {key}`.
+pub async fn stats_of(proxy: &Proxy, key: &str) -> serde_json::Value {
+    client()
+        .get(proxy.v1("/ctxzip/stats"))
+        .header("authorization", format!("Bearer {key}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// The usual start of a test: a fresh mock upstream and a proxy in front of it.
 pub async fn mock_and_proxy() -> (MockHandle, Proxy) {
     mock_and_proxy_with(|_| {}).await
