@@ -56,6 +56,10 @@ struct ReportArgs {
     /// Print JSON (every row) instead of the tables.
     #[arg(long)]
     json: bool,
+    /// Write, for each transcript, the request the upstream would receive (first seen) to this folder, under the
+    /// transcript's file name: to see what was compressed and how.
+    #[arg(long)]
+    dump: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -319,6 +323,7 @@ fn report(args: ReportArgs) -> ExitCode {
         outputs,
         transcripts,
         replay: !args.no_replay,
+        dump: args.dump.clone(),
         config,
     };
     let runtime = match tokio::runtime::Runtime::new() {
@@ -356,6 +361,7 @@ fn compress(args: CompressArgs) -> ExitCode {
             query: ctxgate::ctxzip::query_terms(args.query.as_deref().unwrap_or("")),
             keep_patterns,
             compress_code: config.compress.code,
+            notes: false,
         },
     );
     let out = if args.json {

@@ -65,11 +65,13 @@ fn options() -> impl Strategy<Value = Options> {
         prop::collection::vec("[a-z_]{3,8}", 0..3),
         prop::collection::vec("[a-zA-Z]{2,6}", 0..2),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(query, keep_patterns, compress_code)| Options {
+        .prop_map(|(query, keep_patterns, compress_code, notes)| Options {
             query,
             keep_patterns,
             compress_code,
+            notes,
         })
 }
 
@@ -220,6 +222,7 @@ fn pathological_inputs_stay_linear() {
         compress_code: true,
         query: vec!["needle".into()],
         keep_patterns: vec!["zz".into()],
+        notes: false,
     };
     let unclosed = "pub fn f(x: u32) {\n    let y = x;\n".repeat(20_000);
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));

@@ -250,3 +250,104 @@ async fn an_output_leaving_the_protect_recent_window_follows_the_late_rule() {
     )));
     proxy.stop().await;
 }
+
+/// Reasoning as an agent writes it before a command: some 1.5 KB (under the tool-output threshold), one line naming
+/// an error.
+fn reasoning() -> String {
+    let mut t = String::from("THOUGHT: the listing shows the parser module.\n");
+    for i in 0..24 {
+        if i == 12 {
+            t.push_str("So the TypeError comes from the alias handling.\n");
+        }
+        t.push_str(&format!(
+            "Step {i}: the builder calls the documenter for alias {i}.\n"
+        ));
+    }
+    t.push_str("I will print the documenter used for each alias.");
+    assert!((1024..2048).contains(&t.len()), "{}", t.len());
+    t
+}
+
+/// A session whose first step's output pays for the expand tool (a note alone saves less than the tool costs),
+/// then the note and its call.
+fn reasoning_session() -> Vec<Value> {
+    let mut items = vec![
+        json!({"type":"message","role":"user","content":"Why are the alias docstrings ignored?"}),
+    ];
+    items.extend(step("c0", "dpkg -l", &corpus("dpkg_list.txt")));
+    items.push(assistant(&reasoning()));
+    items.extend(step("c1", "python repro.py", "ScaffoldOpts: alias of Dict"));
+    items
+}
+
+#[tokio::test]
+async fn notes_keep_their_head_tail_and_error_lines_from_a_thousand_characters_on() {
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.fold.mode = Some("off".into());
+    })
+    .await;
+    let resp = post_responses(&proxy, &body(&reasoning_session()), "sk-a").await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-ctxgate-compressed"], "2");
+    let sent = turn_requests(&mock).pop().unwrap();
+    let visible = sent["input"][3]["content"][0]["text"].as_str().unwrap();
+    let original = reasoning();
+    let (seen, all): (Vec<&str>, Vec<&str>) =
+        (visible.lines().collect(), original.lines().collect());
+    assert_eq!(seen[..6], all[..6], "what the model saw");
+    assert_eq!(
+        seen[seen.len() - 8..],
+        all[all.len() - 8..],
+        "what it does next"
+    );
+    assert!(seen.contains(&"So the TypeError comes from the alias handling."));
+    assert!(!visible.contains("alias 10."), "{visible}");
+    let markers = ctxgate::ctxzip::find_markers(visible);
+    assert_eq!(get_original(&proxy, &markers[0].0, "sk-a").await, original);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn with_agent_notes_off_or_in_a_chat_a_short_answer_stays_verbatim() {
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.fold.mode = Some("off".into());
+        opts.raw.compress.agent_notes = Some(false);
+    })
+    .await;
+    let resp = post_responses(&proxy, &body(&reasoning_session()), "sk-a").await;
+    assert_eq!(
+        resp.headers()["x-ctxgate-compressed"],
+        "1",
+        "the output only"
+    );
+    assert_eq!(
+        turn_requests(&mock).pop().unwrap()["input"][3]["content"][0]["text"],
+        reasoning()
+    );
+    proxy.stop().await;
+
+    // With the default, a chat answer of the same size that has left the recent turns is not a note: it is held to
+    // the tool-output threshold and stays as it is.
+    let (mock, proxy) = mock_and_proxy_with(|opts| {
+        opts.raw.fold.mode = Some("off".into());
+    })
+    .await;
+    let mut items = reasoning_session();
+    items.truncate(4);
+    items.extend([
+        json!({"type":"message","role":"user","content":"Go on."}),
+        assistant("Noted."),
+        json!({"type":"message","role":"user","content":"And the fix?"}),
+    ]);
+    let resp = post_responses(&proxy, &body(&items), "sk-a").await;
+    assert_eq!(
+        resp.headers()["x-ctxgate-compressed"],
+        "1",
+        "the output only"
+    );
+    assert_eq!(
+        turn_requests(&mock).pop().unwrap()["input"][3]["content"][0]["text"],
+        reasoning()
+    );
+    proxy.stop().await;
+}

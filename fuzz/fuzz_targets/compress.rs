@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
             Vec::new()
         },
         compress_code: data.first().is_some_and(|b| b & 4 == 4),
+        notes: data.first().is_some_and(|b| b & 8 == 8),
     };
     let Some(c) = compress(text, &opts) else {
         return;

@@ -47,6 +47,9 @@ pub struct CompressSettings {
     /// the next user message, and outputs of tools other than functions. In an agent session one user turn spans
     /// the whole task, so the live zone's `protect_recent_turns` would otherwise keep all of them verbatim.
     pub agent_steps: bool,
+    /// Whether the agent's notes (an assistant message on its way to a tool call) keep only a short head and tail
+    /// when compressed, instead of the plain-lines selection every other text gets. See [`crate::ctxzip::Options::notes`].
+    pub agent_notes: bool,
     pub exclude_tools: Vec<String>,
     pub keep_patterns: Vec<String>,
     pub code: bool,
@@ -69,6 +72,7 @@ impl Default for CompressSettings {
             protect_recent: 0,
             protect_recent_turns: DEFAULT_PROTECT_RECENT_TURNS,
             agent_steps: true,
+            agent_notes: true,
             exclude_tools: Vec::new(),
             keep_patterns: Vec::new(),
             code: false,
@@ -133,6 +137,7 @@ pub fn resolve(raw: RawCompress) -> Result<CompressSettings, ConfigError> {
             d.protect_recent_turns,
         )?,
         agent_steps: raw.agent_steps.unwrap_or(d.agent_steps),
+        agent_notes: raw.agent_notes.unwrap_or(d.agent_notes),
         exclude_tools: raw.exclude_tools.unwrap_or_default(),
         keep_patterns: raw
             .keep_patterns

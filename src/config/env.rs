@@ -97,6 +97,7 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.compress.keep_patterns = list(env, "CTXGATE_COMPRESS_KEEP_PATTERNS");
     raw.compress.code = flag(env, "CTXGATE_COMPRESS_CODE")?;
     raw.compress.agent_steps = flag(env, "CTXGATE_COMPRESS_AGENT_STEPS")?;
+    raw.compress.agent_notes = flag(env, "CTXGATE_COMPRESS_AGENT_NOTES")?;
     raw.compress.ttl_secs = number(env, "CTXGATE_COMPRESS_TTL_SECS")?;
     raw.compress.failures = env.var("CTXGATE_COMPRESS_FAILURES");
     raw.compress.min_item_saved_tokens = number(env, "CTXGATE_COMPRESS_MIN_ITEM_SAVED_TOKENS")?;

@@ -319,6 +319,26 @@ mod tests {
     }
 
     #[test]
+    fn agent_switches_come_from_the_env() {
+        let raw = env::from_env(&env(&[
+            ("CTXGATE_COMPRESS_AGENT_NOTES", "false"),
+            ("CTXGATE_COMPRESS_AGENT_STEPS", "true"),
+        ]))
+        .unwrap();
+        let c = Config::resolve(raw).unwrap();
+        assert!(!c.compress.agent_notes);
+        assert!(c.compress.agent_steps);
+        assert!(
+            Config::resolve(RawConfig::default())
+                .unwrap()
+                .compress
+                .agent_notes
+        );
+        let err = env::from_env(&env(&[("CTXGATE_COMPRESS_AGENT_NOTES", "maybe")])).unwrap_err();
+        assert!(err.to_string().contains("CTXGATE_COMPRESS_AGENT_NOTES"));
+    }
+
+    #[test]
     fn bad_env_number_is_a_clear_error() {
         let err = env::from_env(&env(&[("CTXGATE_SERVER_MAX_BODY_BYTES", "lots")])).unwrap_err();
         assert!(err.to_string().contains("CTXGATE_SERVER_MAX_BODY_BYTES"));

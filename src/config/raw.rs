@@ -89,6 +89,7 @@ pub struct RawCompress {
     pub protect_recent: Option<u64>,
     pub protect_recent_turns: Option<u64>,
     pub agent_steps: Option<bool>,
+    pub agent_notes: Option<bool>,
     pub exclude_tools: Option<Vec<String>>,
     pub keep_patterns: Option<Vec<String>>,
     pub code: Option<bool>,
@@ -136,7 +137,7 @@ impl RawConfig {
             path, max_bytes, url, key_prefix, timeout_ms, password_env, lock_ttl_ms);
         overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);
         overlay_fields!(self.compress, top.compress;
-            enabled, min_tool_output_chars, min_saved_tokens, protect_recent, protect_recent_turns, agent_steps, exclude_tools, keep_patterns, code,
+            enabled, min_tool_output_chars, min_saved_tokens, protect_recent, protect_recent_turns, agent_steps, agent_notes, exclude_tools, keep_patterns, code,
             user_messages, ttl_secs, failures, min_item_saved_tokens, min_repeat_chars,
             min_saved_prefix_percent);
         overlay_fields!(self.log, top.log; format, level);

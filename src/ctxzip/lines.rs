@@ -43,6 +43,18 @@ pub(crate) const PLAIN: Params = Params {
     regions: false,
 };
 
+/// The model's notes on its way to a tool call ([`super::Options::notes`]): the first lines (what it saw) and the
+/// last (what it does next); no relevance picks, since notes are full of the task's words.
+pub(crate) const NOTES: Params = Params {
+    head: 6,
+    tail: 8,
+    before: 0,
+    after: 0,
+    max_context: 0,
+    max_relevant: 0,
+    regions: false,
+};
+
 /// Visible head of a shortened long line.
 const LINE_HEAD: usize = 200;
 /// Visible head of a shortened line when the text has at most three lines.
@@ -283,6 +295,7 @@ mod tests {
             query: query.iter().map(|s| s.to_string()).collect(),
             keep_patterns: keep.iter().map(|s| s.to_string()).collect(),
             compress_code: false,
+            notes: false,
         };
         Ctx::new("0123456789ab".into(), &opts)
     }

@@ -48,6 +48,11 @@ pub struct Options {
     /// Compress source code (only whole function bodies go behind markers). Off by default: an agent that
     /// viewed a file usually needs it verbatim to edit it.
     pub compress_code: bool,
+    /// The text is the model's own notes on its way to a tool call (an assistant message in an agent's loop), not
+    /// a tool's output. Prose like this carries its point at the start (what was seen) and the end (what to do
+    /// next, leading to the call); the reasoning in between is what a later turn needs least, so only a short head
+    /// and tail stay visible (with every error line, as always).
+    pub notes: bool,
 }
 
 /// The content kinds, one compressor each.
@@ -134,7 +139,10 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     let failing = verbatim::looks_like_error_output(original);
     let mut tally = Tally::default();
     let mut kind = detected;
-    let first = if failing && matches!(detected, Kind::Log | Kind::Lines | Kind::JsonLines) {
+    let first = if opts.notes && matches!(detected, Kind::Log | Kind::Lines) {
+        kind = Kind::Lines;
+        lines::compress_with(body, &ctx, &lines::NOTES, &mut tally)
+    } else if failing && matches!(detected, Kind::Log | Kind::Lines | Kind::JsonLines) {
         kind = Kind::Log;
         logs::compress_failing(body, &ctx, &mut tally)
     } else {
@@ -420,6 +428,71 @@ mod tests {
         assert!(compress(&with_marker, &o).is_none());
         assert_eq!(estimate_tokens("abcde"), 2);
         assert_eq!(Kind::JsonArray.as_str(), "json_array");
+    }
+
+    /// Reasoning of the kind an agent writes before a command: 30 lines, one of them about an error.
+    fn note() -> String {
+        let mut t = String::from("THOUGHT: the listing shows the parser module.\n");
+        for i in 0..30 {
+            if i == 15 {
+                t.push_str("So the TypeError comes from the alias handling.\n");
+            }
+            t.push_str(&format!(
+                "Step {i}: the docs builder calls the documenter for alias {i}.\n"
+            ));
+        }
+        t.push_str("I will print the documenter used for each alias.");
+        t
+    }
+
+    #[test]
+    fn notes_keep_a_short_head_and_tail_and_every_error_line() {
+        let text = note();
+        let notes = Options {
+            notes: true,
+            ..Options::default()
+        };
+        let c = compress(&text, &notes);
+        assert!(c.is_some(), "a 30-line note has lines to spare");
+        let Some(c) = c else { return };
+        let lines: Vec<&str> = c.text.lines().collect();
+        let original: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[..6], original[..6], "the head");
+        assert_eq!(
+            lines[lines.len() - 8..],
+            original[original.len() - 8..],
+            "the tail"
+        );
+        assert!(lines.contains(&"So the TypeError comes from the alias handling."));
+        assert!(
+            !c.text.contains("alias 12."),
+            "the reasoning in between is offloaded"
+        );
+        assert!(
+            find_markers(&c.text)
+                .iter()
+                .all(|(h, _)| *h == hash_of(&text))
+        );
+        // Without `notes` the same prose gets the plain-lines selection, which keeps much more of it.
+        let plain = compress(&text, &Options::default()).map_or(text.len(), |p| p.text.len());
+        assert!(c.text.len() < plain, "{} < {plain}", c.text.len());
+    }
+
+    #[test]
+    fn notes_that_are_code_or_json_are_left_to_their_own_compressor() {
+        let notes = Options {
+            notes: true,
+            ..Options::default()
+        };
+        let code = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n".repeat(40);
+        assert_eq!(
+            compress(&code, &notes),
+            compress(&code, &Options::default())
+        );
+        let rows: Vec<String> = (0..200).map(|i| format!("{{\"id\":{i}}}")).collect();
+        let json = format!("[{}]", rows.join(","));
+        let c = compress(&json, &notes);
+        assert_eq!(c.map(|c| c.kind), Some(Kind::JsonArray));
     }
 
     #[test]

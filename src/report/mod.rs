@@ -30,6 +30,8 @@ pub struct ReportOptions {
     pub transcripts: Option<PathBuf>,
     /// Whether to replay the transcripts turn by turn too.
     pub replay: bool,
+    /// A folder to write each transcript's first-seen upstream request into.
+    pub dump: Option<PathBuf>,
     /// The config the app is built from (the store path and upstream are replaced by the report's own).
     pub config: crate::config::Config,
 }
@@ -38,6 +40,8 @@ pub struct ReportOptions {
 pub enum ReportError {
     #[error("cannot read {path}: {message}")]
     Read { path: String, message: String },
+    #[error("cannot write {path}: {message}")]
+    Write { path: String, message: String },
     #[error("cannot set up the report's app: {0}")]
     Setup(String),
     #[error("the stages refused a request of {name}: {message}")]

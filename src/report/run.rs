@@ -142,11 +142,17 @@ pub async fn run(options: ReportOptions) -> Result<Report, ReportError> {
     }
     if let Some(dir) = &options.transcripts {
         let transcripts = corpus::transcripts(dir)?;
+        if let Some(dump) = &options.dump {
+            std::fs::create_dir_all(dump).map_err(|e| ReportError::Write {
+                path: dump.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
         let mut rig = Rig::new(options.config.clone()).await?;
         for t in &transcripts {
             report
                 .transcripts
-                .push(transcript_row(&mut rig, &mut tokens, t).await?);
+                .push(transcript_row(&mut rig, &mut tokens, t, options.dump.as_deref()).await?);
         }
         rig.close().await;
         if options.replay {
@@ -218,6 +224,7 @@ async fn transcript_row(
     rig: &mut Rig,
     tokens: &mut Tokens,
     t: &Transcript,
+    dump: Option<&std::path::Path>,
 ) -> Result<TranscriptRow, ReportError> {
     let mut input = t.items.clone();
     input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "continue"}]}));
@@ -228,6 +235,14 @@ async fn transcript_row(
         "input": input,
     });
     let (sent, micros) = rig.turn(&t.name, &body).await?;
+    if let Some(dump) = dump {
+        let path = dump.join(&t.name);
+        let text = serde_json::to_string_pretty(&sent).unwrap_or_default();
+        std::fs::write(&path, text).map_err(|e| ReportError::Write {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+    }
     let before_outputs = outputs_by_call(&t.items);
     let after_outputs = outputs_by_call(input_of(&sent));
     let mut row = TranscriptRow {

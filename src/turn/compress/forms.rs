@@ -49,6 +49,17 @@ pub(super) struct Context<'a> {
     pub request_id: &'a str,
 }
 
+/// Whether a new text is compressed by its content (besides pointing back to earlier outputs), and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ByKind {
+    /// Too short to compress on its own: only runs an earlier output already shows are pointed back to.
+    No,
+    /// By its content kind (a tool output, or a live-zone text).
+    Content,
+    /// As the agent's notes on its way to a call ([`ctxzip::Options::notes`]).
+    Notes,
+}
+
 impl CompressStage {
     /// What this conversation already decided for `text`: its compressed form (put back in the store if the
     /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet.
@@ -104,7 +115,7 @@ impl CompressStage {
         (text, hash): (&str, &str),
         arguments: &str,
         form_key: String,
-        by_kind: bool,
+        by_kind: ByKind,
         repeats: Option<(&ctxzip::repeats::Repeats, &ctxzip::repeats::Seen<'_>)>,
     ) -> Option<Fresh> {
         let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
@@ -112,8 +123,10 @@ impl CompressStage {
             query: query.clone(),
             keep_patterns: self.settings.keep_patterns.clone(),
             compress_code: self.settings.code,
+            notes: by_kind == ByKind::Notes,
         };
-        let compressed = ctxzip::compress_in_context((text, hash), &options, by_kind, repeats)?;
+        let own = by_kind != ByKind::No;
+        let compressed = ctxzip::compress_in_context((text, hash), &options, own, repeats)?;
         Some(Fresh {
             form_key,
             before: ctxzip::estimate_tokens(text) as u64,

@@ -28,10 +28,14 @@ use crate::responses::Item;
 use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
 use crate::store::records::{Records, SAVINGS_KEY, compressed_key};
 use crate::telemetry::{Metrics, ReasonLabels};
-use forms::{Context, Fresh, Known, MarkerUse};
+use forms::{ByKind, Context, Fresh, Known, MarkerUse};
 use positions::Positions;
 use prefix::{Heads, Settled};
 use scan::Scan;
+
+/// The agent's notes are compressed from this length on (tool outputs from `min_tool_output_chars`): a note keeps
+/// only a few lines, so from about a thousand characters (some 25 lines of reasoning) it has lines to spare.
+const NOTES_MIN_CHARS: usize = 1024;
 
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
@@ -153,8 +157,16 @@ impl Stage for CompressStage {
             0 => min,
             n => n.min(min),
         };
+        let min_notes = if self.settings.agent_notes {
+            NOTES_MIN_CHARS.min(min)
+        } else {
+            min
+        };
         // An item whose whole JSON is shorter than the threshold has no text that long: most turns stop here.
-        if items.iter().all(|i| i.json_len() < min_repeat) {
+        if items
+            .iter()
+            .all(|i| i.json_len() < min_repeat.min(min_notes))
+        {
             return nothing(turn);
         }
         let anchor_key = turn.anchor_key(None);
@@ -180,6 +192,9 @@ impl Stage for CompressStage {
         let shape_at = |i: usize| scan.shape(i);
         let is_candidate = |i: usize| match scan.shape_and_longest(i) {
             Some((Shape::Output { .. }, longest)) => *longest >= min_repeat,
+            Some((Shape::AssistantMessage, longest)) if positions.is_step(i) => {
+                *longest >= min_notes
+            }
             Some((Shape::AssistantMessage, longest)) => *longest >= min,
             Some((Shape::UserMessage { .. }, longest)) => {
                 self.settings.user_messages && *longest >= min
@@ -329,8 +344,12 @@ impl Stage for CompressStage {
             } else {
                 "live_zone"
             };
+            let notes = self.settings.agent_notes
+                && matches!(shape, Shape::AssistantMessage)
+                && positions.is_step(i);
             let text_min = match shape {
                 Shape::Output { .. } => min_repeat,
+                _ if notes => min_notes,
                 _ => min,
             };
             let mut item = Pending {
@@ -362,7 +381,13 @@ impl Stage for CompressStage {
                     self.skipped("error_output");
                     continue;
                 }
-                let by_kind = text.len() >= min;
+                let by_kind = if notes && text.len() >= min_notes {
+                    ByKind::Notes
+                } else if text.len() < min {
+                    ByKind::No
+                } else {
+                    ByKind::Content
+                };
                 let repeats = match scan.ordinal(i) {
                     Some(ordinal) if self.settings.min_repeat_chars > 0 => {
                         let index = seen.get_or_insert_with(build_seen);
@@ -370,7 +395,7 @@ impl Stage for CompressStage {
                     }
                     _ => None,
                 };
-                if !by_kind && repeats.is_none() {
+                if by_kind == ByKind::No && repeats.is_none() {
                     continue;
                 }
                 let hash = ctxzip::hash_of(&text);

@@ -1,0 +1,111 @@
+//! `ctxgate report` run as a user runs it: a small corpus folder in, the tables' rows (`--json`) and the dumped
+//! upstream requests out.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
+
+mod common;
+
+use std::process::Command;
+
+use common::corpus;
+use serde_json::{Value, json};
+
+fn step(call: &str, command: &str, output: &str) -> [Value; 2] {
+    [
+        json!({"type":"function_call","call_id": call,"name":"bash","arguments": json!({"command": command}).to_string()}),
+        json!({"type":"function_call_output","call_id": call,"output": output}),
+    ]
+}
+
+/// A corpus folder: two labelled tool outputs and one agent transcript.
+fn corpus_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = dir.path().join("tool_outputs");
+    std::fs::create_dir(&outputs).unwrap();
+    for name in ["cargo_build_vv.log", "dpkg_list.txt"] {
+        std::fs::write(outputs.join(name), corpus(name)).unwrap();
+    }
+    std::fs::write(
+        outputs.join("manifest.tsv"),
+        "filename\tkind\tnote\ncargo_build_vv.log\tbuild_log\tcommand: cargo build -vv\ndpkg_list.txt\tdir_listing\t\n",
+    )
+    .unwrap();
+    let transcripts = dir.path().join("transcripts");
+    std::fs::create_dir(&transcripts).unwrap();
+    let mut items =
+        vec![json!({"type":"message","role":"user","content":"Why does the build fail?"})];
+    items.extend(step("c1", "cargo build -vv", &corpus("cargo_build_vv.log")));
+    items.push(json!({"type":"message","role":"assistant","content":[{"type":"output_text","text": "Looking at the packages next."}]}));
+    items.extend(step("c2", "dpkg -l", &corpus("dpkg_list.txt")));
+    std::fs::write(
+        transcripts.join("session.json"),
+        serde_json::to_string(&items).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn report_prints_every_row_and_dumps_what_the_upstream_received() {
+    let dir = corpus_dir();
+    let dump = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .arg("report")
+        .arg(dir.path())
+        .arg("--json")
+        .arg("--dump")
+        .arg(dump.path().join("sent"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let outputs = report["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 2);
+    for row in outputs {
+        assert!(
+            row["tokens_after"].as_u64() < row["tokens_before"].as_u64(),
+            "{row}"
+        );
+        assert_eq!(row["error_lines_kept"], row["error_lines"], "{row}");
+    }
+    let transcript = &report["transcripts"][0];
+    assert_eq!(transcript["name"], "session.json");
+    assert!(transcript["tokens_after"].as_u64() < transcript["tokens_before"].as_u64());
+    assert_eq!(
+        report["replays"][0]["turns"], 3,
+        "one request per model call"
+    );
+
+    // The dump is the request the upstream received: the outputs carry markers, the rest is the transcript's.
+    let sent: Value = serde_json::from_str(
+        &std::fs::read_to_string(dump.path().join("sent/session.json")).unwrap(),
+    )
+    .unwrap();
+    let input = sent["input"].as_array().unwrap();
+    assert_eq!(input.len(), 7, "the transcript and the final \"continue\"");
+    assert_eq!(
+        input[3]["content"][0]["text"],
+        "Looking at the packages next."
+    );
+    for i in [2, 5] {
+        let text = input[i]["output"].as_str().unwrap();
+        assert!(!ctxgate::ctxzip::find_markers(text).is_empty(), "{i}");
+    }
+}
+
+#[test]
+fn a_missing_corpus_folder_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["report", "/nonexistent/corpus"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/corpus: no such folder"), "{err}");
+}
