@@ -30,8 +30,9 @@ pub enum OfflineError {
         "{0} (if ctxgate serve is running on this store, use GET /v1/ctxzip/HASH or /v1/ctxzip/stats instead)"
     )]
     Open(StoreError),
-    #[error("{0}")]
-    Store(StoreError),
+    /// The store (named as the logs name it: the file, or the Redis hosts without the password) failed.
+    #[error("{target}: {source}")]
+    Store { target: String, source: StoreError },
     #[error("{0}")]
     NotFound(String),
     #[error("hash prefix {prefix} matches originals of several tenants ({tenants}); pass --tenant")]
@@ -41,8 +42,23 @@ pub enum OfflineError {
 /// Most originals of one tenant a hash prefix lists when it is ambiguous.
 const AMBIGUOUS_LIST: usize = 16;
 
+/// An opened store and how errors name it.
+struct Opened {
+    store: Arc<dyn Store>,
+    target: String,
+}
+
+impl Opened {
+    fn fail(&self, source: StoreError) -> OfflineError {
+        OfflineError::Store {
+            target: self.target.clone(),
+            source,
+        }
+    }
+}
+
 /// Opens the store `config` names: a missing redb file is an error here (the proxy would create one).
-fn open(config: &Config, env: &dyn EnvSource) -> Result<Arc<dyn Store>, OfflineError> {
+fn open(config: &Config, env: &dyn EnvSource) -> Result<Opened, OfflineError> {
     let target = match &config.store.redis {
         Some(redis) => redis.describe(),
         None => {
@@ -56,8 +72,13 @@ fn open(config: &Config, env: &dyn EnvSource) -> Result<Arc<dyn Store>, OfflineE
             path.display().to_string()
         }
     };
-    let health = Arc::new(StoreHealth::new(&Metrics::new(), target));
-    crate::store::open(config, env, health).map_err(OfflineError::Open)
+    let health = Arc::new(StoreHealth::new(&Metrics::new(), target.clone()));
+    match crate::store::open(config, env, health) {
+        Ok(store) => Ok(Opened { store, target }),
+        // A Redis is shared: a running ctxgate is no reason it cannot be opened.
+        Err(source) if config.store.redis.is_some() => Err(OfflineError::Store { target, source }),
+        Err(e) => Err(OfflineError::Open(e)),
+    }
 }
 
 /// Every tenant the store knows: those with savings counters or keep-pattern counts, sorted.
@@ -83,18 +104,19 @@ pub async fn expand(
             &args.hash,
         )));
     };
-    let store = open(config, env)?;
+    let opened = open(config, env)?;
+    let store = &opened.store;
     let now = unix_now();
     let candidates = match tenant {
         Some(t) => BTreeSet::from([t.to_string()]),
-        None => tenants(store.as_ref()).await.map_err(OfflineError::Store)?,
+        None => tenants(store.as_ref()).await.map_err(|e| opened.fail(e))?,
     };
     let mut matches = Vec::new();
     for t in candidates {
         let rows = store
             .scan_prefix(Namespace::Originals, &t, &prefix, AMBIGUOUS_LIST, now)
             .await
-            .map_err(OfflineError::Store)?;
+            .map_err(|e| opened.fail(e))?;
         matches.extend(
             rows.into_iter()
                 .map(|(hash, record)| (t.clone(), hash, record)),
@@ -111,9 +133,8 @@ pub async fn expand(
     match matches.as_slice() {
         [] => Err(OfflineError::NotFound(resolve::miss_text(&args.hash))),
         [(_, hash, record)] => {
-            let (_, text) = decode_original(&record.value).ok_or_else(|| {
-                OfflineError::Store(StoreError::Corrupt(format!("original {hash}")))
-            })?;
+            let (_, text) = decode_original(&record.value)
+                .ok_or_else(|| opened.fail(StoreError::Corrupt(format!("original {hash}"))))?;
             Ok(window::render(&text, args, config.expand.max_chars, hash))
         }
         several => {
@@ -143,10 +164,10 @@ pub struct StoreStats {
 /// Savings totals, originals per tenant and keep-pattern suggestions, with the config's `[compress] keep_patterns`
 /// (not suggested again) and `[expand] suggest_threshold` (a pattern counted that often is suggested).
 pub async fn stats(config: &Config, env: &dyn EnvSource) -> Result<StoreStats, OfflineError> {
-    let store = open(config, env)?;
-    let result = collect_stats(store.clone(), config).await;
-    let _ = store.close().await;
-    result.map_err(OfflineError::Store)
+    let opened = open(config, env)?;
+    let result = collect_stats(opened.store.clone(), config).await;
+    let _ = opened.store.close().await;
+    result.map_err(|e| opened.fail(e))
 }
 
 async fn collect_stats(store: Arc<dyn Store>, config: &Config) -> Result<StoreStats, StoreError> {

@@ -146,6 +146,32 @@ fn a_store_file_beside_a_store_url_is_refused() {
     );
 }
 
+/// A Redis the CLI cannot use is named with the reason, without the hint about a redb file held by `serve`.
+#[test]
+fn a_redis_the_cli_cannot_use_is_a_clear_error() {
+    let run = |extra: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxgate"));
+        cmd.args(["stats"])
+            .env("CTXGATE_STORE_URL", "redis://127.0.0.1:1")
+            .env("CTXGATE_STORE_TIMEOUT_MS", "200");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&[("CTXGATE_STORE_PASSWORD_ENV", "CTXGATE_TEST_UNSET_PASSWORD")]);
+    assert!(err.contains("CTXGATE_TEST_UNSET_PASSWORD"), "{err}");
+    assert!(!err.contains("ctxgate serve is running"), "{err}");
+    let err = run(&[]);
+    assert!(
+        err.contains("store unavailable") && err.contains("127.0.0.1:1"),
+        "{err}"
+    );
+    assert!(!err.contains("ctxgate serve is running"), "{err}");
+}
+
 async fn suggestions_stats_and_offline_expand(backend: Backend) {
     let mock = start_mock().await;
     let mut opts = ProxyOptions::new(&mock_url(&mock));
