@@ -156,12 +156,12 @@ out="$(docker run --rm -v "$conf_dir/ctxgate.toml:/etc/ctxgate/ctxgate.toml:ro" 
 grep -q 'not_a_setting' <<<"$out" || die "the mounted config was not read: $out"
 echo "ok   a mounted config is read (start refused: $(grep -o 'unknown.*not_a_setting[^ ]*' <<<"$out" | head -n 1))"
 env_port=$((BASE_PORT + 2))
-docker rm -f ctxgate-ci-env >/dev/null 2>&1 || true
+docker rm -f -v ctxgate-ci-env >/dev/null 2>&1 || true
 docker run -d --name ctxgate-ci-env -e CTXGATE_SERVER_MAX_BODY_BYTES=1000 -p "127.0.0.1:$env_port:8080" "$IMAGE" >/dev/null
 for _ in $(seq 1 30); do curl -sf "http://127.0.0.1:$env_port/healthz" >/dev/null && break; sleep 1; done
 big="$(printf '{"model":"mock-ok","input":"%02000d"}' 0)"
 code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$env_port/v1/responses" -H 'content-type: application/json' -d "$big")"
-docker rm -f ctxgate-ci-env >/dev/null
+docker rm -f -v ctxgate-ci-env >/dev/null
 rm -rf "$conf_dir"
 [ "$code" = 413 ] || die "CTXGATE_SERVER_MAX_BODY_BYTES=1000 did not apply: a 2 KB body got $code"
 echo "ok   CTXGATE_SERVER_MAX_BODY_BYTES=1000 over the baked-in file: a 2 KB body gets 413"
