@@ -26,6 +26,10 @@
 #   BENCH_CORPUS             the tool outputs of 1m-transcript (default ../shared/corpus/tool_outputs)
 #   BENCH_STORE_URL          ctxgate's store: a Redis URL (redis://…, redis+cluster://h1:p1,h2:p2,…; started by the
 #                            caller, keys under a per-run prefix) instead of the default redb file in the temp dir
+#   BENCH_REPLICAS=1         2 adds a fourth target, "ctxgate-x2": a second nginx (scripts/bench/lb.conf.template,
+#                            the scale profile's settings: round robin, keepalive, unbuffered) in front of the
+#                            ctxgate above and a second ctxgate on the same store (needs BENCH_STORE_URL), so one
+#                            replica and two behind a load balancer are measured in the same run
 #   BENCH_BIN                a directory with prebuilt ctxgate and ctxgate-mock (e.g. an older build to compare);
 #                            default: build them with cargo
 #   BENCH_OUT=target/bench_load.md   the table; the raw per-run results go next to it as .tsv
@@ -49,6 +53,7 @@ BENCH_MODES=${BENCH_MODES:-json sse}
 BENCH_CONNS=${BENCH_CONNS:-1 32}
 BENCH_NGINX_WORKERS=${BENCH_NGINX_WORKERS:-auto}
 BENCH_BYPASS=${BENCH_BYPASS:-0}
+BENCH_REPLICAS=${BENCH_REPLICAS:-1}
 BENCH_OUT=${BENCH_OUT:-$ROOT/target/bench_load.md}
 # A relative BENCH_OUT is taken relative to where the script was called from, not the repo root.
 [[ $BENCH_OUT == /* ]] || BENCH_OUT=$ORIG_PWD/$BENCH_OUT
@@ -83,6 +88,9 @@ for c in "${CONNS[@]}"; do
 done
 [[ $BENCH_NGINX_WORKERS == auto ]] || is_uint "$BENCH_NGINX_WORKERS" || die "BENCH_NGINX_WORKERS: auto or a number"
 [[ $BENCH_BYPASS == 0 || $BENCH_BYPASS == 1 ]] || die "BENCH_BYPASS must be 0 or 1"
+[[ $BENCH_REPLICAS == 1 || $BENCH_REPLICAS == 2 ]] || die "BENCH_REPLICAS must be 1 or 2"
+((BENCH_REPLICAS == 1)) || [[ -n ${BENCH_STORE_URL:-} ]] ||
+  die "BENCH_REPLICAS=2 needs BENCH_STORE_URL: two replicas share a Redis, not a redb file"
 export BENCH_BYPASS # read by post.lua
 ((${#SIZES[@]} && ${#MODES[@]} && ${#CONNS[@]})) || die "empty BENCH_SIZES, BENCH_MODES or BENCH_CONNS"
 
@@ -121,17 +129,17 @@ fi
 # --- temp dir, servers, cleanup --------------------------------------------------------------------------------
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctxgate-bench.XXXXXX")
-MOCK_PID="" NGINX_PID="" GATE_PID=""
+MOCK_PID="" NGINX_PID="" GATE_PID="" GATE2_PID="" LB_PID=""
 
 cleanup() {
   local rc=$?
   # ctxgate first (it drains towards the mock), the mock last. TERM lets each shut down cleanly; anything still
   # alive after 10 s is killed so the script never hangs on exit.
   local pid
-  for pid in "$GATE_PID" "$NGINX_PID" "$MOCK_PID"; do
+  for pid in "$LB_PID" "$GATE_PID" "$GATE2_PID" "$NGINX_PID" "$MOCK_PID"; do
     if [[ -n $pid ]]; then kill -TERM "$pid" 2>/dev/null || true; fi
   done
-  for pid in "$GATE_PID" "$NGINX_PID" "$MOCK_PID"; do
+  for pid in "$LB_PID" "$GATE_PID" "$GATE2_PID" "$NGINX_PID" "$MOCK_PID"; do
     [[ -n $pid ]] || continue
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
@@ -150,9 +158,9 @@ trap 'exit 143' TERM
 
 # Free loopback ports, chosen by the kernel (bind to port 0) rather than hard-coded, so a second run or another
 # service on the machine does not collide.
-read -r MOCK_PORT NGINX_PORT GATE_PORT < <(python3 - <<'EOF'
+read -r MOCK_PORT NGINX_PORT GATE_PORT GATE2_PORT LB_PORT < <(python3 - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(3)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
@@ -161,6 +169,8 @@ EOF
 MOCK_URL=http://127.0.0.1:$MOCK_PORT
 NGINX_URL=http://127.0.0.1:$NGINX_PORT
 GATE_URL=http://127.0.0.1:$GATE_PORT
+GATE2_URL=http://127.0.0.1:$GATE2_PORT
+LB_URL=http://127.0.0.1:$LB_PORT
 
 # wait_http NAME PID URL: polls URL until it answers 2xx; fails with the server's log if it dies or takes > 30 s.
 wait_http() {
@@ -208,6 +218,32 @@ env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn "${STORE_ENV[@]}" "$BIN/ctxgate" serve
   --upstream "$MOCK_URL/v1" --store "$TMP/ctxgate.redb" >"$TMP/ctxgate.log" 2>&1 &
 GATE_PID=$!
 wait_http ctxgate "$GATE_PID" "$GATE_URL/readyz"
+
+# Two replicas: a second ctxgate on the same store (same key prefix), and a second nginx balancing over both.
+LB_PIDS=()
+TARGETS=(direct nginx ctxgate)
+if ((BENCH_REPLICAS == 2)); then
+  env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn "${STORE_ENV[@]}" "$BIN/ctxgate" serve --listen "127.0.0.1:$GATE2_PORT" \
+    --upstream "$MOCK_URL/v1" --store "$TMP/ctxgate2.redb" >"$TMP/ctxgate2.log" 2>&1 &
+  GATE2_PID=$!
+  wait_http ctxgate2 "$GATE2_PID" "$GATE2_URL/readyz"
+  mkdir -p "$TMP/lb" "$TMP/lb-temp"
+  sed -e "s|@TMP@|$TMP/lb|g" -e "s|@TEMP@|$TMP/lb-temp|g" -e "s|@GATE_PORT@|$GATE_PORT|g" \
+    -e "s|@GATE2_PORT@|$GATE2_PORT|g" -e "s|@LB_PORT@|$LB_PORT|g" -e "s|@WORKERS@|$BENCH_NGINX_WORKERS|g" \
+    -e "s|@USER_LINE@|$USER_LINE|" "$BENCH_DIR/lb.conf.template" >"$TMP/lb.conf"
+  "$NGINX" -q -t -p "$TMP/lb" -e "$TMP/lb-error.log" -c "$TMP/lb.conf" || die "nginx rejected $TMP/lb.conf"
+  "$NGINX" -p "$TMP/lb" -e "$TMP/lb-error.log" -c "$TMP/lb.conf" >"$TMP/lb.log" 2>&1 &
+  LB_PID=$!
+  wait_http lb "$LB_PID" "$LB_URL/readyz"
+  LB_PIDS=("$LB_PID")
+  for stat in /proc/[0-9]*/stat; do
+    read -r line <"$stat" 2>/dev/null || continue
+    read -ra f <<<"${line##*) }"
+    [[ ${f[1]} == "$LB_PID" ]] && LB_PIDS+=("$(basename "$(dirname "$stat")")")
+  done
+  TARGETS+=(ctxgate-x2)
+  log "two replicas on $BENCH_STORE_URL behind nginx at $LB_URL"
+fi
 
 # The marker bodies carry a real marker: one turn through ctxgate (stages on) compresses the 1 MB output and stores
 # its original, and the marker the mock received is cut out of its record. The transcript comes from the corpus.
@@ -312,8 +348,8 @@ done
 RESULTS=$TMP/results.tsv
 printf 'round\tsize\tmode\tconns\ttarget\trequests\tseconds\trps\tp50_us\tp99_us\tcpu_us_per_req\n' >"$RESULTS"
 
-declare -A URL=([direct]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL)
-runs=$((BENCH_ROUNDS * ${#SIZES[@]} * ${#MODES[@]} * ${#CONNS[@]} * 3))
+declare -A URL=([direct]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL [ctxgate-x2]=$LB_URL)
+runs=$((BENCH_ROUNDS * ${#SIZES[@]} * ${#MODES[@]} * ${#CONNS[@]} * ${#TARGETS[@]}))
 log "$runs runs of ${BENCH_SECONDS}s (+${BENCH_WARMUP}s warm-up each): about $((runs * (BENCH_SECONDS + BENCH_WARMUP + 1) / 60 + 1)) min"
 # Noise check for the report: how much CPU the rest of the machine (a build, a test suite, a neighbour VM's
 # steal) took while the matrix ran. machine_ticks: busy and steal ticks of all CPUs, from /proc/stat.
@@ -327,7 +363,7 @@ machine_ticks() {
 own_ticks() {
   local line servers
   local -a f
-  servers=$(cpu_ticks "$MOCK_PID" "$GATE_PID" "${NGINX_PIDS[@]}")
+  servers=$(cpu_ticks "$MOCK_PID" "$GATE_PID" "${NGINX_PIDS[@]}" ${GATE2_PID:+"$GATE2_PID"} ${LB_PIDS[@]+"${LB_PIDS[@]}"})
   read -r line <"/proc/$$/stat"
   read -ra f <<<"${line##*) }"
   echo "$((servers + f[13] + f[14]))"
@@ -341,9 +377,9 @@ for round in $(seq "$BENCH_ROUNDS"); do
   for size in "${SIZES[@]}"; do
     for mode in "${MODES[@]}"; do
       for conns in "${CONNS[@]}"; do
-        # The three targets of one configuration run back to back, so slow drifts of the machine (other
-        # processes, thermal, a neighbour VM) hit all three alike and the differences stay meaningful.
-        for target in direct nginx ctxgate; do
+        # The targets of one configuration run back to back, so slow drifts of the machine (other
+        # processes, thermal, a neighbour VM) hit them all alike and the differences stay meaningful.
+        for target in "${TARGETS[@]}"; do
           n=$((n + 1))
           label="round $round $size $mode c=$conns $target"
           clear_mock
@@ -355,6 +391,8 @@ for round in $(seq "$BENCH_ROUNDS"); do
           fi
           case $target in
             ctxgate) pids=("$GATE_PID") ;;
+            # Both replicas: CPU per request of the ctxgate work, wherever it ran (the balancer's is nginx's).
+            ctxgate-x2) pids=("$GATE_PID" "$GATE2_PID") ;;
             nginx) pids=("${NGINX_PIDS[@]}") ;;
             *) pids=() ;;
           esac
@@ -403,6 +441,10 @@ REPORT=$TMP/report.md
   echo
   echo "- commit: $commit"
   echo "- machine: $(nproc) CPUs ($cpu_model), $mem, Linux $(uname -r)"
+  store_line="redb file in the run's temp dir"
+  if [[ -n ${BENCH_STORE_URL:-} ]]; then store_line="$BENCH_STORE_URL (key prefix ctxgate-bench-$$:)"; fi
+  ((BENCH_REPLICAS == 1)) || store_line="$store_line; target ctxgate-x2: two replicas on it behind nginx (round robin)"
+  echo "- store: $store_line"
   echo "- noise: load average $LOAD_BEFORE before the runs; during them other processes used" \
     "$FOREIGN_PCT % of the machine's CPU and the hypervisor stole $STEAL_PCT % (0-5 % is a quiet machine)"
   echo "- tools: $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $("$NGINX" -v 2>&1 | sed 's/.*: //')" \

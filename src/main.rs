@@ -26,9 +26,10 @@ enum Command {
     Serve(ServeArgs),
     /// Compress a file offline exactly as the proxy would, and show what the model would see.
     Compress(CompressArgs),
-    /// Print the original behind a marker, read from the store file.
+    /// Print the original behind a marker, read from the store (the redb file, or the Redis at [store] url).
     Expand(ExpandCmd),
-    /// Savings totals, stored originals per tenant and keep-pattern suggestions, read from the store file.
+    /// Savings totals, stored originals per tenant and keep-pattern suggestions, read from the store (the redb file,
+    /// or the Redis at [store] url).
     Stats(StatsCmd),
     /// Run a corpus of tool outputs and transcripts through the proxy's stages and report tokens saved,
     /// error lines kept and time taken.
@@ -74,19 +75,27 @@ struct HealthCmd {
 
 #[derive(clap::Args)]
 struct StoreArgs {
-    /// Config file (its [store] path and [expand] settings apply).
+    /// Config file (its [store] and [expand] settings apply; CTXGATE_STORE_URL selects a Redis as for serve).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Store file [default: the config's, data/ctxgate.redb].
+    /// redb store file [default: the config's, data/ctxgate.redb]; not with a [store] url.
     #[arg(long)]
     store: Option<String>,
 }
 
 impl StoreArgs {
-    fn config(&self) -> Result<Config, ctxgate::config::ConfigError> {
+    fn config(&self) -> Result<Config, String> {
         let mut raw = RawConfig::default();
         raw.store.path = self.store.clone();
-        Config::load(self.config.as_deref(), &ProcessEnv, raw)
+        let config =
+            Config::load(self.config.as_deref(), &ProcessEnv, raw).map_err(|e| e.to_string())?;
+        if let (Some(path), Some(redis)) = (&self.store, &config.store.redis) {
+            return Err(format!(
+                "--store {path} names a redb file, but [store] url (or CTXGATE_STORE_URL) selects {}: drop one",
+                redis.describe()
+            ));
+        }
+        Ok(config)
     }
 }
 
@@ -168,32 +177,23 @@ fn main() -> ExitCode {
         Command::Compress(args) => compress(args),
         Command::Report(args) => report(args),
         Command::Expand(args) => offline(async move {
-            let config = args.store.config().map_err(|e| e.to_string())?;
+            let config = args.store.config()?;
             let expand = ctxgate::expand::resolve::ExpandArgs {
                 hash: args.hash,
                 query: args.query,
                 offset: args.offset,
                 limit: args.limit,
             };
-            ctxgate::offline::expand(
-                &config.store_path,
-                args.tenant.as_deref(),
-                &expand,
-                config.expand.max_chars,
-            )
-            .await
-            .map_err(|e| e.to_string())
+            ctxgate::offline::expand(&config, &ProcessEnv, args.tenant.as_deref(), &expand)
+                .await
+                .map_err(|e| e.to_string())
         }),
         Command::Health(args) => offline(health(args)),
         Command::Stats(args) => offline(async move {
-            let config = args.store.config().map_err(|e| e.to_string())?;
-            let stats = ctxgate::offline::stats(
-                &config.store_path,
-                &config.compress.keep_patterns,
-                config.expand.suggest_threshold,
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+            let config = args.store.config()?;
+            let stats = ctxgate::offline::stats(&config, &ProcessEnv)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(if args.json {
                 serde_json::to_string_pretty(&stats).unwrap_or_default() + "\n"
             } else {

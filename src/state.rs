@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::proxy::auth::Credentials;
+use crate::proxy::auth::{AdminKeys, Credentials};
 use crate::proxy::error::ProxyError;
 use crate::proxy::upstream::Upstream;
 use crate::store::records::Records;
@@ -45,6 +45,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub upstream: Upstream,
     pub credentials: Credentials,
+    /// The operator keys of `GET /admin/stats` (none: that view is off).
+    pub admin: AdminKeys,
     pub store: Arc<dyn Store>,
     /// The store as typed records, dated by [`Self::clock`], written on [`Self::tasks`].
     pub records: Records,
@@ -97,10 +99,12 @@ impl AppState {
         ));
         let stages = crate::turn::stages(&config, &records, &upstream, &metrics, &expander);
         let instance = clock.unix_nanos();
+        let admin = AdminKeys::new(&config.auth.admin_keys);
         Ok(AppState {
             config: Arc::new(config),
             upstream,
             credentials,
+            admin,
             store,
             records,
             metrics,

@@ -79,13 +79,103 @@ fn log_with(token: &str, n: usize) -> String {
     log
 }
 
+/// The store a proxy writes and the offline commands then read: the redb file, or a real Redis (the CLI finds it
+/// through `CTXGATE_STORE_URL`, as `serve` does).
+enum Backend {
+    Redb(std::path::PathBuf),
+    Redis { url: String, prefix: String },
+}
+
+impl Backend {
+    fn configure(&self, opts: &mut ProxyOptions) {
+        match self {
+            Backend::Redb(path) => opts.store_path = Some(path.clone()),
+            Backend::Redis { url, prefix } => {
+                opts.raw.store.url = Some(url.clone());
+                opts.raw.store.key_prefix = Some(prefix.clone());
+                opts.raw.store.timeout_ms = Some(5_000);
+            }
+        }
+    }
+
+    /// `ctxgate ARGS…` pointed at this store.
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxgate"));
+        cmd.args(args);
+        match self {
+            Backend::Redb(path) => {
+                cmd.args(["--store", path.to_str().unwrap()]);
+            }
+            Backend::Redis { url, prefix } => {
+                cmd.env("CTXGATE_STORE_URL", url)
+                    .env("CTXGATE_STORE_KEY_PREFIX", prefix);
+            }
+        }
+        cmd.output().unwrap()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn suggestions_stats_and_offline_expand_over_a_real_store() {
-    let mock = start_mock().await;
+async fn suggestions_stats_and_offline_expand_over_redb() {
     let dir = tempfile::tempdir().unwrap();
-    let store_path = dir.path().join("s.redb");
+    suggestions_stats_and_offline_expand(Backend::Redb(dir.path().join("s.redb"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suggestions_stats_and_offline_expand_over_redis() {
+    let backend = Backend::Redis {
+        url: common::redis::shared_redis().url(),
+        prefix: common::redis::unique_prefix("cli"),
+    };
+    suggestions_stats_and_offline_expand(backend).await;
+}
+
+/// A redb file on the command line and a Redis in the environment: the CLI refuses to guess.
+#[test]
+fn a_store_file_beside_a_store_url_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["stats", "--store", "/tmp/x.redb"])
+        .env("CTXGATE_STORE_URL", "redis://127.0.0.1:1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--store /tmp/x.redb") && err.contains("redis://127.0.0.1:1"),
+        "{err}"
+    );
+}
+
+/// A Redis the CLI cannot use is named with the reason, without the hint about a redb file held by `serve`.
+#[test]
+fn a_redis_the_cli_cannot_use_is_a_clear_error() {
+    let run = |extra: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxgate"));
+        cmd.args(["stats"])
+            .env("CTXGATE_STORE_URL", "redis://127.0.0.1:1")
+            .env("CTXGATE_STORE_TIMEOUT_MS", "200");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&[("CTXGATE_STORE_PASSWORD_ENV", "CTXGATE_TEST_UNSET_PASSWORD")]);
+    assert!(err.contains("CTXGATE_TEST_UNSET_PASSWORD"), "{err}");
+    assert!(!err.contains("ctxgate serve is running"), "{err}");
+    let err = run(&[]);
+    assert!(
+        err.contains("store unavailable") && err.contains("127.0.0.1:1"),
+        "{err}"
+    );
+    assert!(!err.contains("ctxgate serve is running"), "{err}");
+}
+
+async fn suggestions_stats_and_offline_expand(backend: Backend) {
+    let mock = start_mock().await;
     let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.store_path = Some(store_path.clone());
+    backend.configure(&mut opts);
     let proxy = start_proxy_with(opts).await;
     let mut hashes = Vec::new();
     for n in 0..3 {
@@ -126,11 +216,7 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
     assert_eq!(stats["totals"]["compressions"], 3);
     proxy.stop().await;
 
-    let store = store_path.to_str().unwrap().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .args(["expand", &hashes[1][..8], "--store", &store])
-        .output()
-        .unwrap();
+    let out = backend.cli(&["expand", &hashes[1][..8]]);
     assert!(
         out.status.success(),
         "{}",
@@ -139,10 +225,7 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(log_with("PoolTimeoutError", 1).starts_with(text.split("\n[ctxzip: ").next().unwrap()));
 
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .args(["stats", "--json", "--store", &store])
-        .output()
-        .unwrap();
+    let out = backend.cli(&["stats", "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -158,10 +241,7 @@ async fn suggestions_stats_and_offline_expand_over_a_real_store() {
     assert_eq!(tenant["originals"], 3);
     assert_eq!(tenant["suggestions"][0]["pattern"], "PoolTimeoutError");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .args(["expand", "ffffffffffff", "--store", &store])
-        .output()
-        .unwrap();
+    let out = backend.cli(&["expand", "ffffffffffff"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

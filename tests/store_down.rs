@@ -1,6 +1,7 @@
-//! A shared store that goes down mid-run loses no request: with a real `redis-server` killed (SIGKILL) under a
-//! running ctxgate, requests still pass — uncompressed, and no marker whose original was not stored — `/readyz`
-//! says not ready, the state change is counted once, and service resumes by itself once Redis is back.
+//! A shared store that goes down mid-run loses no request: with a real `redis-server` — and again a whole
+//! three-master Redis Cluster — killed (SIGKILL) under a running ctxgate, requests still pass — uncompressed, and no
+//! marker whose original was not stored — `/readyz` says not ready, the state change is counted once, and service
+//! resumes by itself once the store is back. The same scenarios run on both; only the store differs.
 #![expect(
     clippy::unwrap_used,
     reason = "a test fails loudly on what it did not expect"
@@ -10,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::redis::{RedisServer, unique_prefix};
+use common::redis::{Outage, RedisCluster, RedisServer, unique_prefix};
 use common::*;
 use serde_json::{Value, json};
 
@@ -38,13 +39,36 @@ async fn ready(proxy: &Proxy) -> u16 {
 
 #[tokio::test]
 async fn redis_killed_mid_run_fails_open_and_recovers_by_itself() {
-    let mut redis = RedisServer::start();
-    let (mock, proxy) = mock_and_proxy_with(|o| {
-        o.raw.store.url = Some(redis.url());
-        o.raw.store.key_prefix = Some(unique_prefix("down"));
+    killed_mid_run_fails_open_and_recovers_by_itself(RedisServer::start()).await;
+}
+
+#[tokio::test]
+async fn cluster_killed_mid_run_fails_open_and_recovers_by_itself() {
+    killed_mid_run_fails_open_and_recovers_by_itself(RedisCluster::start()).await;
+}
+
+#[tokio::test]
+async fn ctxgate_starts_while_redis_is_down_and_becomes_ready_when_it_comes() {
+    starts_while_the_store_is_down_and_becomes_ready_when_it_comes(RedisServer::start()).await;
+}
+
+#[tokio::test]
+async fn ctxgate_starts_while_the_cluster_is_down_and_becomes_ready_when_it_comes() {
+    starts_while_the_store_is_down_and_becomes_ready_when_it_comes(RedisCluster::start()).await;
+}
+
+/// Options of a ctxgate on `store`, with a short call bound so "down" is noticed fast.
+fn on_store(store: &impl Outage, test: &str) -> impl FnOnce(&mut ProxyOptions) {
+    let (url, prefix) = (store.url(), unique_prefix(test));
+    move |o| {
+        o.raw.store.url = Some(url);
+        o.raw.store.key_prefix = Some(prefix);
         o.raw.store.timeout_ms = Some(300);
-    })
-    .await;
+    }
+}
+
+async fn killed_mid_run_fails_open_and_recovers_by_itself(mut redis: impl Outage) {
+    let (mock, proxy) = mock_and_proxy_with(on_store(&redis, "down")).await;
     let log = corpus("cargo_build_vv.log");
     let resp = post_responses(&proxy, &conversation("c1", &log), "sk-a").await;
     assert_eq!(resp.headers()["x-ctxgate-compressed"], "1");
@@ -100,16 +124,9 @@ async fn redis_killed_mid_run_fails_open_and_recovers_by_itself() {
     proxy.stop().await;
 }
 
-#[tokio::test]
-async fn ctxgate_starts_while_redis_is_down_and_becomes_ready_when_it_comes() {
-    let mut redis = RedisServer::start();
+async fn starts_while_the_store_is_down_and_becomes_ready_when_it_comes(mut redis: impl Outage) {
     redis.kill();
-    let (mock, proxy) = mock_and_proxy_with(|o| {
-        o.raw.store.url = Some(redis.url());
-        o.raw.store.key_prefix = Some(unique_prefix("late"));
-        o.raw.store.timeout_ms = Some(300);
-    })
-    .await;
+    let (mock, proxy) = mock_and_proxy_with(on_store(&redis, "late")).await;
     assert_eq!(ready(&proxy).await, 503);
     let log = corpus("cargo_build_vv.log");
     let resp = post_responses(&proxy, &conversation("c1", &log), "sk-a").await;

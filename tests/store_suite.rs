@@ -109,6 +109,7 @@ all_backends!(
     records_round_trip_byte_for_byte_per_tenant,
     expiry_is_honoured_and_touch_moves_it,
     prefix_scans_list_live_keys_in_order_up_to_the_limit,
+    prefix_scans_find_keys_whatever_their_expiry,
     put_many_writes_every_tenant,
     delete_removes_the_record_and_its_scan_entry,
     expired_records_are_gone_after_a_sweep,
@@ -293,6 +294,55 @@ async fn prefix_scans_list_live_keys_in_order_up_to_the_limit(b: Backend) {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// Records written and refreshed at different times have different expiries; a prefix scan still finds each one
+/// (on Redis the key index must not depend on the expiry's order).
+async fn prefix_scans_find_keys_whatever_their_expiry(b: Backend) {
+    let s = b.store();
+    let now = unix_now();
+    let keys: Vec<String> = (0..24)
+        .map(|i| format!("{:02x}{i:02}", (i * 37) % 256))
+        .collect();
+    for (i, key) in keys.iter().enumerate() {
+        // Expiries out of key order, one without any.
+        let expires = (i != 5).then(|| now + 600 + ((i as u64 * 7919) % 97) * 60);
+        s.put(Namespace::Originals, "t", key, rec(key.as_bytes(), expires))
+            .await
+            .unwrap();
+    }
+    // Refreshed later, at yet other expiries.
+    for key in keys.iter().step_by(3) {
+        assert!(
+            s.touch(Namespace::Originals, "t", key, Some(now + 9000), now)
+                .await
+                .unwrap()
+        );
+    }
+    for key in &keys {
+        let rows = s
+            .scan_prefix(Namespace::Originals, "t", key, 10, now)
+            .await
+            .unwrap();
+        let found: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(found, [key.as_str()], "prefix {key}");
+        let rows = s
+            .scan_prefix(Namespace::Originals, "t", &key[..2], 10, now)
+            .await
+            .unwrap();
+        assert!(rows.iter().any(|(k, _)| k == key), "prefix {}", &key[..2]);
+    }
+    let mut sorted = keys.clone();
+    sorted.sort();
+    let all = s
+        .scan_prefix(Namespace::Originals, "t", "", 100, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        all.into_iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        sorted,
+        "every key, in key order"
     );
 }
 

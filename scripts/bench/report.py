@@ -13,7 +13,9 @@ of those is taken.
 UPSTREAM_TSV (size mode sent received) gives the bytes the upstream received for one request through
 ctxgate; where that differs from what was sent, ctxgate's stages rewrote the body.
 
-Prints the table, the targets' verdicts and a one-line summary to stdout.
+Prints the table, the targets' verdicts and a one-line summary to stdout. With rows of the target "ctxgate-x2"
+(BENCH_REPLICAS=2: two replicas on one store behind an nginx load balancer) a second table compares it with the
+one replica of the same round.
 """
 
 import csv
@@ -153,6 +155,36 @@ def main():
     print(f"Targets met: {met} of {total}.")
     for m in misses:
         print(f"- missed: {m}")
+    replicas_table(runs, order)
+
+
+def replicas_table(runs, order):
+    """One replica ("ctxgate") against two behind a load balancer ("ctxgate-x2"), round by round."""
+    keys = [k for k in order if any("ctxgate-x2" in v for v in runs[k].values())]
+    if not keys:
+        return
+    print()
+    print("Two replicas on one store behind nginx (round robin) against one replica, same run:")
+    print()
+    print("| size | mode | c | req/s direct / 1 replica / 2 replicas | 2 replicas ÷ 1 (req/s) "
+          "| p50 µs 1 replica / 2 replicas | CPU µs/req 1 replica / 2 replicas (sum of both) |")
+    print("|" + "---|" * 7)
+    for key in keys:
+        size, mode, conns = key
+        rounds = [v for v in runs[key].values() if all(t in v for t in ("direct", "ctxgate", "ctxgate-x2"))]
+        if not rounds:
+            continue
+
+        def col(target, field):
+            vals = [float(v[target][field]) for v in rounds if v[target][field] != "-"]
+            return med(vals)
+
+        ratio = med([float(v["ctxgate-x2"]["rps"]) / float(v["ctxgate"]["rps"]) for v in rounds])
+        print(f"| {SIZES[size][0]} | {MODES[mode]} | {conns} "
+              f"| {us(col('direct', 'rps'))} / {us(col('ctxgate', 'rps'))} / {us(col('ctxgate-x2', 'rps'))} "
+              f"| {ratio:.2f}× "
+              f"| {us(col('ctxgate', 'p50_us'))} / {us(col('ctxgate-x2', 'p50_us'))} "
+              f"| {us(col('ctxgate', 'cpu_us_per_req'))} / {us(col('ctxgate-x2', 'cpu_us_per_req'))} |")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,7 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.upstream.read_timeout_ms = number(env, "CTXGATE_UPSTREAM_READ_TIMEOUT_MS")?;
     raw.upstream.stream_idle_timeout_ms = number(env, "CTXGATE_UPSTREAM_STREAM_IDLE_TIMEOUT_MS")?;
     raw.auth.keys = list(env, "CTXGATE_AUTH_KEYS");
+    raw.auth.admin_keys = list(env, "CTXGATE_AUTH_ADMIN_KEYS");
     raw.store.path = env.var("CTXGATE_STORE_PATH");
     raw.store.max_bytes = number(env, "CTXGATE_STORE_MAX_BYTES")?;
     raw.store.url = env.var("CTXGATE_STORE_URL");

@@ -101,6 +101,8 @@ pub struct UpstreamConfig {
 pub struct AuthConfig {
     /// Client keys accepted when ctxgate holds the upstream credential.
     pub keys: Vec<String>,
+    /// Operator keys that open the view across tenants (`GET /admin/stats`); empty: that view is off.
+    pub admin_keys: Vec<String>,
 }
 
 impl Config {
@@ -157,6 +159,22 @@ impl Config {
             }
         };
         let keys = raw.auth.keys.unwrap_or_default();
+        let admin_keys: Vec<String> = raw
+            .auth
+            .admin_keys
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| k.trim().to_string())
+            .collect();
+        if admin_keys.iter().any(String::is_empty) {
+            return Err(invalid("auth.admin_keys", "a key is empty".into()));
+        }
+        if admin_keys.iter().any(|k| keys.contains(k)) {
+            return Err(invalid(
+                "auth.admin_keys",
+                "a key is also a client key in auth.keys: an operator key must be its own".into(),
+            ));
+        }
         let api_key_env = raw.upstream.api_key_env.filter(|s| !s.is_empty());
         if api_key_env.is_some() && keys.is_empty() {
             return Err(invalid(
@@ -198,7 +216,7 @@ impl Config {
                     "upstream.stream_idle_timeout_ms",
                 )?,
             },
-            auth: AuthConfig { keys },
+            auth: AuthConfig { keys, admin_keys },
             store_path: PathBuf::from(raw.store.path.unwrap_or_else(|| DEFAULT_STORE_PATH.into())),
             log_format,
             log_level: raw.log.level.unwrap_or_else(|| "info".into()),
@@ -336,6 +354,33 @@ mod tests {
         );
         let err = env::from_env(&env(&[("CTXGATE_COMPRESS_AGENT_NOTES", "maybe")])).unwrap_err();
         assert!(err.to_string().contains("CTXGATE_COMPRESS_AGENT_NOTES"));
+    }
+
+    #[test]
+    fn admin_keys_come_from_file_or_env_and_are_checked() {
+        let c = Config::resolve(RawConfig::default()).unwrap();
+        assert!(c.auth.admin_keys.is_empty(), "off by default");
+        let raw = env::from_env(&env(&[("CTXGATE_AUTH_ADMIN_KEYS", "ops-1, ops-2")])).unwrap();
+        assert_eq!(
+            Config::resolve(raw).unwrap().auth.admin_keys,
+            ["ops-1", "ops-2"]
+        );
+        let raw = parse_toml(Path::new("t.toml"), "[auth]\nadmin_keys = [\" \"]\n").unwrap();
+        let err = Config::resolve(raw).unwrap_err().to_string();
+        assert!(
+            err.contains("auth.admin_keys") && err.contains("empty"),
+            "{err}"
+        );
+        let raw = parse_toml(
+            Path::new("t.toml"),
+            "[auth]\nkeys = [\"client-1\"]\nadmin_keys = [\"client-1\"]\n",
+        )
+        .unwrap();
+        let err = Config::resolve(raw).unwrap_err().to_string();
+        assert!(
+            err.contains("also a client key") && !err.contains("client-1"),
+            "{err}"
+        );
     }
 
     #[test]

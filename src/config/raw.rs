@@ -50,6 +50,7 @@ pub struct RawUpstream {
 #[serde(deny_unknown_fields)]
 pub struct RawAuth {
     pub keys: Option<Vec<String>>,
+    pub admin_keys: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -132,7 +133,7 @@ impl RawConfig {
         overlay_fields!(self.server, top.server; listen, max_body_bytes, shutdown_grace_secs);
         overlay_fields!(self.upstream, top.upstream;
             url, api_key_env, connect_timeout_ms, read_timeout_ms, stream_idle_timeout_ms);
-        overlay_fields!(self.auth, top.auth; keys);
+        overlay_fields!(self.auth, top.auth; keys, admin_keys);
         overlay_fields!(self.store, top.store;
             path, max_bytes, url, key_prefix, timeout_ms, password_env, lock_ttl_ms);
         overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);

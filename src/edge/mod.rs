@@ -6,10 +6,12 @@
 //!    counted by route and status and its overhead (its time less the upstream wait) recorded: here, once, whatever
 //!    the handler answered.
 //! 3. [`authenticate`] — every route but the [`OPEN_ROUTES`] needs a credential; the [`Caller`](crate::proxy::auth::Caller) it names goes into
-//!    the request's extensions for the handler. A path that is neither open nor under `/v1/` does not exist.
+//!    the request's extensions for the handler. The operator routes ([`admin::ADMIN_ROUTES`]) check their own
+//!    admin key instead. A path that is neither open, nor an operator route, nor under `/v1/` does not exist.
 //!
 //! Handlers return `Result<Response, ProxyError>`: an error is rendered once, by [`ProxyError`]'s `IntoResponse`.
 
+pub mod admin;
 pub mod ctxzip;
 pub mod health;
 
@@ -38,6 +40,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/admin/stats", get(admin::stats))
         .route("/v1/responses", post(handler::handle))
         .route("/v1/ctxzip/stats", get(ctxzip::stats))
         .route("/v1/ctxzip/expand", post(ctxzip::post_expand))
@@ -57,7 +60,7 @@ async fn authenticate(
     next: Next,
 ) -> Result<Response, ProxyError> {
     let path = request.uri().path();
-    if OPEN_ROUTES.contains(&path) {
+    if OPEN_ROUTES.contains(&path) || admin::ADMIN_ROUTES.contains(&path) {
         return Ok(next.run(request).await);
     }
     if !path.starts_with("/v1/") {
@@ -71,7 +74,10 @@ async fn authenticate(
 /// Counts a proxied request by route and status and records its overhead, once, whatever answered it.
 async fn observe(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
-    if OPEN_ROUTES.contains(&path) || path.starts_with(SIDE_PREFIX) {
+    if OPEN_ROUTES.contains(&path)
+        || path.starts_with(SIDE_PREFIX)
+        || admin::ADMIN_ROUTES.contains(&path)
+    {
         return next.run(request).await;
     }
     let arrived = Instant::now();

@@ -113,14 +113,7 @@ impl Credentials {
                 upstream_auth: presented.cloned(),
             }),
             Mode::ProxyHeld { upstream, accepted } => {
-                let key = presented
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| {
-                        v.strip_prefix("Bearer ")
-                            .or_else(|| v.strip_prefix("bearer "))
-                    })
-                    .map(str::trim)
-                    .ok_or(ProxyError::Unauthorized)?;
+                let key = bearer(headers).ok_or(ProxyError::Unauthorized)?;
                 if !accepted.iter().any(|k| constant_time_eq(k, key.as_bytes())) {
                     return Err(ProxyError::Unauthorized);
                 }
@@ -131,6 +124,52 @@ impl Credentials {
             }
         }
     }
+}
+
+/// The operator keys (`[auth] admin_keys`) that open the view across tenants. Separate from [`Credentials`]: an
+/// operator key names no tenant and is never sent upstream; a client key never opens the operator view.
+#[derive(Clone, Default)]
+pub struct AdminKeys {
+    keys: Vec<Vec<u8>>,
+}
+
+impl AdminKeys {
+    pub fn new(keys: &[String]) -> AdminKeys {
+        AdminKeys {
+            keys: keys.iter().map(|k| k.as_bytes().to_vec()).collect(),
+        }
+    }
+
+    /// Lets the request through when it presents `Authorization: Bearer <an admin key>`. No key configured: the view
+    /// is off ([`ProxyError::AdminDisabled`]); no credential: [`ProxyError::Unauthorized`]; another credential (a
+    /// client's key included): [`ProxyError::AdminOnly`].
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), ProxyError> {
+        if self.keys.is_empty() {
+            return Err(ProxyError::AdminDisabled);
+        }
+        let key = bearer(headers).ok_or(ProxyError::Unauthorized)?;
+        if self
+            .keys
+            .iter()
+            .any(|k| constant_time_eq(k, key.as_bytes()))
+        {
+            Ok(())
+        } else {
+            Err(ProxyError::AdminOnly)
+        }
+    }
+}
+
+/// The key of an `Authorization: Bearer <key>` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
 }
 
 /// Compares without an early exit, so response time does not reveal how much of a key matched.
@@ -176,5 +215,28 @@ mod tests {
         assert_eq!(ok.upstream_auth.unwrap(), "Bearer sk-upstream");
         assert!(creds.authenticate(&with_auth("Bearer client-b")).is_err());
         assert!(creds.authenticate(&HeaderMap::new()).is_err());
+    }
+
+    #[test]
+    fn admin_keys_open_only_for_an_admin_key() {
+        let off = AdminKeys::new(&[]);
+        assert!(matches!(
+            off.check(&with_auth("Bearer anything")),
+            Err(ProxyError::AdminDisabled)
+        ));
+        let on = AdminKeys::new(&["ops-key".into()]);
+        assert!(on.check(&with_auth("Bearer ops-key")).is_ok());
+        assert!(matches!(
+            on.check(&with_auth("Bearer client-a")),
+            Err(ProxyError::AdminOnly)
+        ));
+        assert!(matches!(
+            on.check(&with_auth("Bearer ops-ke")),
+            Err(ProxyError::AdminOnly)
+        ));
+        assert!(matches!(
+            on.check(&HeaderMap::new()),
+            Err(ProxyError::Unauthorized)
+        ));
     }
 }

@@ -35,6 +35,17 @@ pub enum ProxyError {
     /// own answer (what was missing, or which hashes a prefix matched).
     #[error("{0}")]
     OriginalNotFound(String),
+    /// The operator view was asked for, but no `[auth] admin_keys` are configured.
+    #[error(
+        "the operator view is off: set [auth] admin_keys (CTXGATE_AUTH_ADMIN_KEYS) to enable it"
+    )]
+    AdminDisabled,
+    /// The operator view was asked for with a credential that is not an admin key.
+    #[error("this endpoint needs an admin key from [auth] admin_keys")]
+    AdminOnly,
+    /// The store could not answer a request that has nothing to give without it.
+    #[error("the store is unavailable: {0}")]
+    StoreUnavailable(String),
 }
 
 impl ProxyError {
@@ -50,6 +61,9 @@ impl ProxyError {
             ProxyError::FoldFailed(_) => StatusCode::BAD_GATEWAY,
             ProxyError::AnswerTooLarge { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::OriginalNotFound(_) => StatusCode::NOT_FOUND,
+            ProxyError::AdminDisabled => StatusCode::NOT_FOUND,
+            ProxyError::AdminOnly => StatusCode::FORBIDDEN,
+            ProxyError::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -66,6 +80,9 @@ impl ProxyError {
             ProxyError::FoldFailed(_) => ("upstream_error", "fold_failed"),
             ProxyError::AnswerTooLarge { .. } => ("upstream_error", "upstream_unreachable"),
             ProxyError::OriginalNotFound(_) => ("invalid_request_error", "original_not_found"),
+            ProxyError::AdminDisabled => ("invalid_request_error", "admin_disabled"),
+            ProxyError::AdminOnly => ("invalid_request_error", "admin_key_required"),
+            ProxyError::StoreUnavailable(_) => ("server_error", "store_unavailable"),
         }
     }
 

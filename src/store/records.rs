@@ -398,6 +398,17 @@ pub async fn get_json<T: DeserializeOwned>(
         .and_then(|r| decode(&r)))
 }
 
+/// Every tenant's savings counters, sorted by tenant: the operator's view across tenants (`GET /admin/stats` and
+/// `ctxgate stats`), on any backend.
+pub async fn tenant_savings(store: &dyn Store) -> Result<Vec<(String, SavingsTotals)>, StoreError> {
+    let mut out = Vec::new();
+    for tenant in store.counter_tenants(SAVINGS_KEY).await? {
+        let fields = store.counters(&tenant, SAVINGS_KEY).await?;
+        out.push((tenant, SavingsTotals::from_counters(&fields)));
+    }
+    Ok(out)
+}
+
 /// A stored record read as `T`; `None` when it is not one (another format, or corrupt).
 pub fn decode<T: DeserializeOwned>(record: &Record) -> Option<T> {
     serde_json::from_slice(&record.value).ok()

@@ -126,6 +126,68 @@ impl RedisCluster {
     }
 }
 
+impl RedisCluster {
+    /// Kills every node (SIGKILL: as if the whole cluster crashed) and waits for them to go.
+    pub fn kill(&mut self) {
+        for n in &mut self.nodes {
+            n.kill();
+        }
+    }
+
+    /// Starts every node again on its port, with its cluster config file (the same slots and node ids), and waits
+    /// until every node reports `cluster_state:ok`. The data is gone (no persistence), the cluster is not.
+    pub fn restart(&mut self) {
+        for n in &mut self.nodes {
+            n.restart();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let ok = self.nodes.iter().all(|n| {
+                cli(n.port, &["CLUSTER", "INFO"]).is_some_and(|o| o.contains("cluster_state:ok"))
+            });
+            if ok {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the restarted Redis Cluster did not reach cluster_state:ok within 30 s");
+    }
+}
+
+/// A store a test can take down and bring back: one Redis, or a whole Redis Cluster.
+pub trait Outage {
+    /// The `[store] url` that reaches it.
+    fn url(&self) -> String;
+    /// Kills it (SIGKILL).
+    fn kill(&mut self);
+    /// Starts it again at the same address(es) and waits until it serves.
+    fn restart(&mut self);
+}
+
+impl Outage for RedisServer {
+    fn url(&self) -> String {
+        RedisServer::url(self)
+    }
+    fn kill(&mut self) {
+        RedisServer::kill(self);
+    }
+    fn restart(&mut self) {
+        RedisServer::restart(self);
+    }
+}
+
+impl Outage for RedisCluster {
+    fn url(&self) -> String {
+        RedisCluster::url(self)
+    }
+    fn kill(&mut self) {
+        RedisCluster::kill(self);
+    }
+    fn restart(&mut self) {
+        RedisCluster::restart(self);
+    }
+}
+
 /// One Redis shared by every test of a test binary (each test uses its own key prefix).
 pub fn shared_redis() -> &'static RedisServer {
     static SERVER: OnceLock<RedisServer> = OnceLock::new();

@@ -135,9 +135,16 @@ impl Keys {
         format!("{}:r:{}:{key}", self.tagged(tenant), ns.as_str())
     }
 
-    /// The sorted set of a tenant's keys in a namespace (member = key, score = expiry): what a prefix scan reads.
+    /// The sorted set of a tenant's keys in a namespace by expiry (member = key, score = expiry): what writes prune
+    /// expired entries from.
     pub fn index(&self, ns: Namespace, tenant: &str) -> String {
         format!("{}:i:{}", self.tagged(tenant), ns.as_str())
+    }
+
+    /// The same keys by name (member = key, every score 0): what a prefix scan reads. `ZRANGEBYLEX` is only
+    /// defined over members of one score, so the names cannot live in the expiry-scored index.
+    pub fn names(&self, ns: Namespace, tenant: &str) -> String {
+        format!("{}:n:{}", self.tagged(tenant), ns.as_str())
     }
 
     /// A counter set (a hash of field → total).
@@ -168,6 +175,7 @@ mod tests {
             "ctxgate:{ab12}:r:originals:h1"
         );
         assert_eq!(k.index(Namespace::Folds, "ab12"), "ctxgate:{ab12}:i:folds");
+        assert_eq!(k.names(Namespace::Folds, "ab12"), "ctxgate:{ab12}:n:folds");
         assert_eq!(k.counters("", "savings"), "ctxgate:{_}:c:savings");
         assert_eq!(k.lock("t", "fold/x"), "ctxgate:{t}:l:fold/x");
         assert_eq!(k.counter_tenants("savings"), "ctxgate:tenants:savings");

@@ -45,6 +45,17 @@ end
 return 1
 ";
 
+/// Drops the index entries (both sets) of records expired before ARGV[1] (an exclusive score bound, `(NOW`), at
+/// most 256 per call so one write never does unbounded work.
+const PRUNE_SCRIPT: &str = r"
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 256)
+if #gone > 0 then
+  redis.call('ZREM', KEYS[1], unpack(gone))
+  redis.call('ZREM', KEYS[2], unpack(gone))
+end
+return #gone
+";
+
 /// Deletes a lock only if its owner still holds it.
 const UNLOCK_SCRIPT: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -167,6 +178,7 @@ impl RedisStore {
         rows: &[(&str, &Record)],
     ) -> redis::Pipeline {
         let index = self.keys.index(ns, tenant);
+        let names = self.keys.names(ns, tenant);
         let mut pipe = redis::pipe();
         pipe.atomic();
         let mut now = 0;
@@ -179,13 +191,16 @@ impl RedisStore {
             }
             pipe.add_command(set).ignore();
             pipe.zadd(&index, *key, score(record.expires_at)).ignore();
+            pipe.zadd(&names, *key, 0).ignore();
             now = now.max(record.created_at);
         }
-        // Index entries of records that have expired since: pruned on every write, so the index stays as small as
+        // Index entries of records that have expired since: pruned on every write, so the indexes stay as small as
         // the live records.
-        pipe.cmd("ZREMRANGEBYSCORE")
+        pipe.cmd("EVAL")
+            .arg(PRUNE_SCRIPT)
+            .arg(2)
             .arg(&index)
-            .arg("-inf")
+            .arg(&names)
             .arg(format!("({now}"))
             .ignore();
         pipe
@@ -301,17 +316,19 @@ impl Store for RedisStore {
     }
 
     async fn delete(&self, ns: Namespace, tenant: &str, key: &str) -> Result<bool, StoreError> {
-        let (k, index) = (
+        let (k, index, names) = (
             self.keys.record(ns, tenant, key),
             self.keys.index(ns, tenant),
+            self.keys.names(ns, tenant),
         );
         let key = key.to_string();
-        let (deleted, _): (i64, i64) = self
+        let (deleted, _, _): (i64, i64, i64) = self
             .run("delete", |mut c| async move {
                 redis::pipe()
                     .atomic()
                     .del(&k)
-                    .zrem(&index, key)
+                    .zrem(&index, &key)
+                    .zrem(&names, &key)
                     .query_async(&mut c)
                     .await
             })

@@ -1,10 +1,12 @@
 //! Prefix scans on Redis: the marker-prefix lookup of `context_expand` and the listing of a conversation's folds.
 //!
-//! Redis has no ordered keyspace, so each tenant's namespace keeps a sorted set of its keys (scored by expiry, so
-//! writes can prune the expired ones; all ranges here are by key) and a scan is `ZRANGEBYLEX` over it, then the records themselves in one pipeline — the same key order redb's table gives.
-//! Entries whose record Redis already expired or evicted are dropped from the index on the way.
+//! Redis has no ordered keyspace, so each tenant's namespace keeps its keys in a sorted set of names (every score
+//! 0, as `ZRANGEBYLEX` requires: a lex range over members of different scores is undefined) beside the
+//! expiry-scored index writes prune from, and a scan is `ZRANGEBYLEX` over the names, then the records themselves
+//! in one pipeline — the same key order redb's table gives. Entries whose record Redis already expired or evicted
+//! are dropped from both sets on the way.
 
-use redis::{AsyncCommands, Value};
+use redis::Value;
 
 use super::RedisStore;
 use super::codec::{decode, records_from};
@@ -24,7 +26,8 @@ impl RedisStore {
             return Ok(Vec::new());
         }
         let index = self.keys.index(ns, tenant);
-        // The index is sorted by key bytes like redb's table: `[prefix` .. `(prefix\xff` is every key starting
+        let names = self.keys.names(ns, tenant);
+        // The names are sorted by key bytes like redb's table: `[prefix` .. `(prefix\xff` is every key starting
         // with the prefix (0xff never occurs in UTF-8).
         let (min, max) = if prefix.is_empty() {
             (b"-".to_vec(), b"+".to_vec())
@@ -42,10 +45,10 @@ impl RedisStore {
         let mut offset = 0usize;
         loop {
             let members: Vec<String> = {
-                let (index, min, max) = (&index, &min, &max);
+                let (names, min, max) = (&names, &min, &max);
                 self.run("scan_prefix", |mut c| async move {
                     redis::cmd("ZRANGEBYLEX")
-                        .arg(index)
+                        .arg(names)
                         .arg(min)
                         .arg(max)
                         .arg("LIMIT")
@@ -73,7 +76,7 @@ impl RedisStore {
             let mut gone = Vec::new();
             for (member, row) in members.iter().zip(rows) {
                 match row {
-                    // Expired or evicted by Redis: its index entry goes too.
+                    // Expired or evicted by Redis: its index entries go too.
                     None => gone.push(member.clone()),
                     Some((bytes, expiry)) => {
                         let r = decode(&bytes, expiry)?;
@@ -83,14 +86,23 @@ impl RedisStore {
                     }
                 }
             }
+            // The removed names no longer count towards the next page's offset.
+            let kept = members.len() - gone.len();
             if !gone.is_empty() {
-                let index = &index;
+                let (index, names) = (&index, &names);
                 self.run("scan_prefix", |mut c| async move {
-                    c.zrem::<_, _, ()>(index, gone).await
+                    redis::pipe()
+                        .atomic()
+                        .zrem(index, &gone)
+                        .ignore()
+                        .zrem(names, &gone)
+                        .ignore()
+                        .query_async::<()>(&mut c)
+                        .await
                 })
                 .await?;
             }
-            offset += members.len();
+            offset += kept;
             if out.len() >= limit || members.len() < batch {
                 break;
             }
