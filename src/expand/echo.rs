@@ -104,19 +104,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for ResponseEcho<'a> {
 }
 
 /// The event's `data` with the echoed tool and directive taken out of the `response` object `echo` was read
-/// from (`data` is the text it was parsed from); `None` when nothing had to change.
-pub(crate) fn strip_echo(
-    data: &str,
-    echo: &ResponseEcho<'_>,
-    expand_tool: &str,
-    cache: &mut EchoCache,
-) -> Option<String> {
+/// from (`data` is the text it was parsed from); `None` when nothing had to change. The splice is remembered per
+/// thread, as for [`client_view`]: every stream of a conversation echoes the same members.
+pub(crate) fn strip_echo(data: &str, echo: &ResponseEcho<'_>, expand_tool: &str) -> Option<String> {
     let bytes = data.as_bytes();
     let at = Echo {
         tools: echo.tools.map(|r| span(bytes, r)),
         instructions: echo.instructions.map(|r| span(bytes, r)),
     };
-    let restored = client_view_cached(bytes, &at, expand_tool, cache)?;
+    let restored = with_thread_cache(|cache| client_view_cached(bytes, &at, expand_tool, cache))?;
     String::from_utf8(restored).ok()
 }
 
@@ -180,17 +176,23 @@ pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
 ///
 /// The splice is remembered per thread (see [`EchoCache`]): the turns of a conversation echo the same members.
 pub fn client_view(bytes: &[u8], glance: &Glance, expand_tool: &str) -> Option<Vec<u8>> {
+    with_thread_cache(|cache| client_view_cached(bytes, &glance.echo, expand_tool, cache))
+}
+
+/// Runs `f` with this thread's [`EchoCache`] (a fresh one should the cache be in use already).
+fn with_thread_cache<R>(f: impl FnOnce(&mut EchoCache) -> R) -> R {
     thread_local! {
         static CACHE: std::cell::RefCell<EchoCache> = std::cell::RefCell::new(EchoCache::default());
     }
     CACHE.with(|cache| match cache.try_borrow_mut() {
-        Ok(mut cache) => client_view_cached(bytes, &glance.echo, expand_tool, &mut cache),
-        Err(_) => client_view_cached(bytes, &glance.echo, expand_tool, &mut EchoCache::default()),
+        Ok(mut cache) => f(&mut cache),
+        Err(_) => f(&mut EchoCache::default()),
     })
 }
 
-/// The last splice of each echoed member: the lifecycle events of one stream (created, in progress, completed)
-/// echo the same `tools` and `instructions`, so the splice is computed once and the later ones only compared.
+/// The last splice of each echoed member, kept per thread: the lifecycle events of a stream (created, in progress,
+/// completed) and the turns of a conversation echo the same `tools` and `instructions`, so the splice is computed
+/// once and the later ones only compared (byte for byte, so a different echo is never given a stale splice).
 #[derive(Debug, Default)]
 pub struct EchoCache {
     tools: Option<(Vec<u8>, Option<Vec<u8>>)>,
@@ -405,7 +407,7 @@ mod tests {
         let echo = event.response.unwrap();
         assert_eq!(echo.id.as_deref(), Some("r1"));
         assert_eq!(echo.created_at.unwrap().get(), "7");
-        let out = strip_echo(&data, &echo, EXPAND_TOOL, &mut EchoCache::default()).unwrap();
+        let out = strip_echo(&data, &echo, EXPAND_TOOL).unwrap();
         assert_eq!(Some(out.clone()), strip_event(&data, EXPAND_TOOL));
         assert_eq!(
             out,
@@ -417,7 +419,7 @@ mod tests {
             .unwrap()
             .response
             .unwrap();
-        assert!(strip_echo(plain, &echo, EXPAND_TOOL, &mut EchoCache::default()).is_none());
+        assert!(strip_echo(plain, &echo, EXPAND_TOOL).is_none());
         // Anything odd fails the parse (the stream then takes the full path).
         for odd in [
             r#"{"response":["r",1]}"#,

@@ -106,9 +106,10 @@ impl Stitcher {
                 return false;
             }
         }
-        let stripped = head.response.as_ref().and_then(|response| {
-            echo::strip_echo(&event.data, response, &self.tool, &mut self.echo)
-        });
+        let stripped = head
+            .response
+            .as_ref()
+            .and_then(|response| echo::strip_echo(&event.data, response, &self.tool));
         let bytes = match stripped {
             Some(data) => sse::encode(event.event.as_deref(), &data),
             None => event.raw.clone(),
