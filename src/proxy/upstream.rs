@@ -151,13 +151,10 @@ const COALESCE_MAX: usize = 64 * 1024;
 /// Wraps a byte stream so that each chunk must arrive within `idle` of the previous one.
 ///
 /// Chunks that are ready are joined into one (up to 64 KiB) before they are handed on, so an upstream that writes
-/// each SSE event as its own chunk costs one write to the client for what arrived together, not one per event.
-/// The HTTP client hands over one decoded chunk per poll of its connection task (its body channel holds one
-/// chunk), so "ready" is found out by yielding: after a chunk arrives and the next poll finds nothing, the relay
-/// yields once to the runtime, which runs the connection task, which decodes the next chunk if its bytes are
-/// already read; only when a yield brings nothing new is the joined run handed on. Nothing waits for bytes that
-/// have not arrived, so no delay is added beyond one pass of the runtime's queue. One idle timer, re-armed only
-/// when the relay has to wait: a chunk already there costs no timer.
+/// each SSE event as its own chunk costs fewer writes to the client when the events arrive together; nothing ever
+/// waits for more data to join, so no delay is added. (The HTTP client hands over one decoded chunk per poll of its
+/// connection task, so in practice chunks join only when that task got ahead.) One idle timer, re-armed only when
+/// the relay has to wait: a chunk already there costs no timer.
 pub fn idle_guarded<S, E>(inner: S, idle: Duration) -> BodyStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
@@ -168,7 +165,6 @@ where
         idle,
         timer: Box::pin(tokio::time::sleep(idle)),
         armed: false,
-        yielded: false,
         held: None,
         joined: None,
         failed: None,
@@ -182,8 +178,6 @@ struct IdleGuarded<S> {
     timer: Pin<Box<tokio::time::Sleep>>,
     /// Whether `timer` counts the current wait (it is re-armed when a wait starts).
     armed: bool,
-    /// Whether the relay yielded since the last chunk arrived (a second empty poll hands the held run on).
-    yielded: bool,
     /// The first chunk held back for joining (kept as it is when nothing joins it).
     held: Option<Bytes>,
     /// Chunks joined so far, when more than one arrived.
@@ -245,7 +239,6 @@ where
             match this.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
                     this.armed = false;
-                    this.yielded = false;
                     this.hold(chunk);
                     if this.held_len() >= COALESCE_MAX {
                         return Poll::Ready(this.take().map(Ok));
@@ -269,13 +262,6 @@ where
                     return Poll::Ready(this.take().map(Ok));
                 }
                 Poll::Pending if this.held.is_some() || this.joined.is_some() => {
-                    if !this.yielded {
-                        // Let the connection task decode what it has already read; polled again right after.
-                        this.yielded = true;
-                        cx.waker().wake_by_ref();
-                        return Poll::Pending;
-                    }
-                    this.yielded = false;
                     return Poll::Ready(this.take().map(Ok));
                 }
                 Poll::Pending => {
@@ -323,56 +309,6 @@ mod tests {
             "the cut reaches the client"
         );
         assert!(relayed.next().await.is_none());
-    }
-
-    /// A stream that hands out its script one step per poll: a chunk, or "not yet" (waking the poller at once,
-    /// as a connection task that decodes the next chunk on its next run does).
-    struct Scripted(std::collections::VecDeque<Option<&'static [u8]>>);
-
-    impl Stream for Scripted {
-        type Item = Result<Bytes, String>;
-        fn poll_next(
-            mut self: Pin<&mut Self>,
-            cx: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Option<Self::Item>> {
-            match self.0.pop_front() {
-                Some(Some(chunk)) => std::task::Poll::Ready(Some(Ok(Bytes::from_static(chunk)))),
-                Some(None) => {
-                    cx.waker().wake_by_ref();
-                    std::task::Poll::Pending
-                }
-                None => std::task::Poll::Ready(None),
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn chunks_decoded_one_per_poll_are_joined_by_yielding() {
-        let script = [
-            Some(&b"event: a\n\n"[..]),
-            None,
-            Some(&b"event: b\n\n"[..]),
-            None,
-            None,
-            Some(&b"event: c\n\n"[..]),
-        ];
-        let mut relayed = idle_guarded(Scripted(script.into()), Duration::from_secs(5));
-        let first = relayed.next().await.unwrap().unwrap();
-        assert_eq!(first, Bytes::from_static(b"event: a\n\nevent: b\n\n"));
-        let second = relayed.next().await.unwrap().unwrap();
-        assert_eq!(second, Bytes::from_static(b"event: c\n\n"));
-        assert!(relayed.next().await.is_none());
-    }
-
-    #[tokio::test]
-    async fn a_chunk_is_handed_on_when_nothing_follows_it() {
-        let chunk = futures_util::stream::iter([Ok::<_, String>(Bytes::from_static(b"x"))]);
-        let mut relayed = idle_guarded(
-            chunk.chain(futures_util::stream::pending()),
-            Duration::from_secs(60),
-        );
-        let got = tokio::time::timeout(Duration::from_secs(5), relayed.next()).await;
-        assert_eq!(got.unwrap().unwrap().unwrap(), Bytes::from_static(b"x"));
     }
 
     #[tokio::test(start_paused = true)]
