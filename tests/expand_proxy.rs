@@ -434,3 +434,46 @@ async fn a_turn_continuing_history_with_markers_is_offered_the_tool() {
     }
     proxy.stop().await;
 }
+
+#[tokio::test]
+async fn the_tool_is_spliced_into_the_clients_bytes_and_nothing_else_changes() {
+    let (mock, proxy) = mock_and_proxy().await;
+    // Odd whitespace, an unusual member order, unicode escapes, a number spelled `1.50` and a member ctxgate does
+    // not know: the upstream must get all of it as sent, with only the tool and the directive added.
+    let body = "{ \"input\": [ {\"role\":\"user\",\"content\":\"caf\\u00e9 \\ud83d\\ude00\"} ,\n\
+                {\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"ok\\n<<ctxzip:0123456789ab 12_lines_offloaded>>\"} ],\n\
+                \t\"tools\" : [ {\"type\":\"function\",\"name\":\"shell\"} ] , \"model\" : \"mock-ok\", \"x_unknown\": {\"k\": 1.50} }\n";
+    let resp = client()
+        .post(proxy.v1("/responses"))
+        .header("authorization", "Bearer sk-a")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(
+        answer["tools"].as_array().unwrap().len(),
+        1,
+        "the echo is the client's"
+    );
+    assert_eq!(answer["tools"][0]["name"], "shell");
+    let tool = std::str::from_utf8(ctxgate::expand::tool::tool_bytes()).unwrap();
+    let directive = serde_json::to_string(ctxgate::expand::tool::DIRECTIVE).unwrap();
+    let expected = body
+        .replacen(
+            "{\"type\":\"function\",\"name\":\"shell\"} ]",
+            &format!("{{\"type\":\"function\",\"name\":\"shell\"}} ,{tool}]"),
+            1,
+        )
+        .replacen(
+            "{\"k\": 1.50} }",
+            &format!("{{\"k\": 1.50}} ,\"instructions\":{directive}}}"),
+            1,
+        );
+    assert_ne!(expected, body);
+    let received = mock.state.received();
+    let sent = received.iter().find(|r| r.path == "/v1/responses").unwrap();
+    assert_eq!(std::str::from_utf8(&sent.body).unwrap(), expected);
+    proxy.stop().await;
+}

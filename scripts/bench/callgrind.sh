@@ -14,11 +14,15 @@ N=${2:-200}
 HEADER=${3:-}
 BIN=${BIN:-target/release}
 TMP=$(mktemp -d /tmp/ctxgate-cg.XXXXXX)
+# The sockets are closed before the ports are printed: `read` returns at the newline, and a mock started while
+# python still holds its port cannot listen (the first request then gets a 502).
 read -r MOCK_PORT GATE_PORT < <(python3 -c '
 import socket
 s=[socket.socket() for _ in range(2)]
 [x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
+ports=[x.getsockname()[1] for x in s]
+[x.close() for x in s]
+print(*ports, flush=True)')
 RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 >"$TMP/mock.log" 2>&1 &
 MOCK=$!
 if [[ ${CG_STRACE:-0} == 1 ]]; then
@@ -30,6 +34,13 @@ env -u CTXGATE_LOG CTXGATE_LOG_LEVEL=warn ${WRAP[@]+"${WRAP[@]}"} "$BIN/ctxgate"
   --upstream "http://127.0.0.1:$MOCK_PORT/v1" --store "$TMP/store.redb" >"$TMP/gate.log" 2>&1 &
 GATE=$!
 trap 'kill $MOCK 2>/dev/null; kill -INT $GATE 2>/dev/null; sleep 2; kill -KILL $GATE 2>/dev/null; [[ -n ${CG_KEEP:-} ]] || rm -rf "$TMP"' EXIT
+# Both must answer before the first request: ctxgate's health says nothing about the mock's socket (a first
+# request sent before the mock listens gets a 502).
+for _ in $(seq 600); do
+  kill -0 "$MOCK" 2>/dev/null || { echo "ctxgate-mock did not start:" >&2; cat "$TMP/mock.log" >&2; exit 1; }
+  curl -fs -o /dev/null "http://127.0.0.1:$MOCK_PORT/v1/models" && break
+  sleep 0.1
+done
 for _ in $(seq 600); do curl -fs -o /dev/null "http://127.0.0.1:$GATE_PORT/healthz" && break; sleep 0.1; done
 send() {
   python3 - "$GATE_PORT" "$BODY" "$1" "$HEADER" <<'PY'

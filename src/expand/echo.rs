@@ -5,7 +5,8 @@
 //! the only thing the client must not see: everything else reaches it byte for byte. So instead of parsing the
 //! whole answer into values and writing it out again, this module finds the byte spans of the few members it
 //! needs in one borrowing pass ([`glance`]) and splices new bytes into exactly those spans ([`client_view`]).
-//! The same splice serves the `response` object of SSE lifecycle events ([`strip_event`]).
+//! The same splice serves the `response` object of SSE lifecycle events ([`strip_event`], and [`ResponseEcho`],
+//! which the stream's light path reads in the same pass as the event's head).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -43,6 +44,78 @@ impl Head<'_> {
     }
 }
 
+/// What the stream's light path reads of a lifecycle event's `response` object, in the same pass as the event's
+/// head: the response's identity and where its echoed members stand. Only a JSON object is accepted (a derived
+/// struct would also read an array positionally), and a repeated member fails the parse, so the caller takes the
+/// full path for anything odd.
+pub(crate) struct ResponseEcho<'a> {
+    pub(crate) id: Option<Cow<'a, str>>,
+    pub(crate) created_at: Option<&'a RawValue>,
+    tools: Option<&'a RawValue>,
+    instructions: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ResponseEcho<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = ResponseEcho<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a response object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                fn once<'de, T: Deserialize<'de>, A: serde::de::MapAccess<'de>>(
+                    slot: &mut Option<Option<T>>,
+                    map: &mut A,
+                    name: &'static str,
+                ) -> Result<(), A::Error> {
+                    if slot.is_some() {
+                        return Err(serde::de::Error::duplicate_field(name));
+                    }
+                    *slot = Some(map.next_value()?);
+                    Ok(())
+                }
+                let (mut id, mut created_at, mut tools, mut instructions) =
+                    (None, None, None, None);
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "id" => once(&mut id, &mut map, "id")?,
+                        "created_at" => once(&mut created_at, &mut map, "created_at")?,
+                        "tools" => once(&mut tools, &mut map, "tools")?,
+                        "instructions" => once(&mut instructions, &mut map, "instructions")?,
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResponseEcho {
+                    id: id.flatten(),
+                    created_at: created_at.flatten(),
+                    tools: tools.flatten(),
+                    instructions: instructions.flatten(),
+                })
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// The event's `data` with the echoed tool and directive taken out of the `response` object `echo` was read
+/// from (`data` is the text it was parsed from); `None` when nothing had to change. The splice is remembered per
+/// thread, as for [`client_view`]: every stream of a conversation echoes the same members.
+pub(crate) fn strip_echo(data: &str, echo: &ResponseEcho<'_>, expand_tool: &str) -> Option<String> {
+    let bytes = data.as_bytes();
+    let at = Echo {
+        tools: echo.tools.map(|r| span(bytes, r)),
+        instructions: echo.instructions.map(|r| span(bytes, r)),
+    };
+    let restored = with_thread_cache(|cache| client_view_cached(bytes, &at, expand_tool, cache))?;
+    String::from_utf8(restored).ok()
+}
+
 /// An SSE event's `response` member, if any.
 #[derive(Deserialize)]
 struct EventResponse<'a> {
@@ -57,6 +130,12 @@ pub struct Glance {
     pub id: Option<String>,
     /// Whether `output` holds a `function_call` of the expand tool (or could not be read, to be safe).
     pub expand_call: bool,
+    echo: Echo,
+}
+
+/// Where the echoed `tools` and `instructions` stand in the bytes being spliced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Echo {
     tools: Option<Range<usize>>,
     instructions: Option<Range<usize>>,
 }
@@ -85,8 +164,10 @@ pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
     Some(Glance {
         id: members.id.map(Cow::into_owned),
         expand_call,
-        tools: members.tools.map(|r| span(bytes, r)),
-        instructions: members.instructions.map(|r| span(bytes, r)),
+        echo: Echo {
+            tools: members.tools.map(|r| span(bytes, r)),
+            instructions: members.instructions.map(|r| span(bytes, r)),
+        },
     })
 }
 
@@ -95,17 +176,23 @@ pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
 ///
 /// The splice is remembered per thread (see [`EchoCache`]): the turns of a conversation echo the same members.
 pub fn client_view(bytes: &[u8], glance: &Glance, expand_tool: &str) -> Option<Vec<u8>> {
+    with_thread_cache(|cache| client_view_cached(bytes, &glance.echo, expand_tool, cache))
+}
+
+/// Runs `f` with this thread's [`EchoCache`] (a fresh one should the cache be in use already).
+fn with_thread_cache<R>(f: impl FnOnce(&mut EchoCache) -> R) -> R {
     thread_local! {
         static CACHE: std::cell::RefCell<EchoCache> = std::cell::RefCell::new(EchoCache::default());
     }
     CACHE.with(|cache| match cache.try_borrow_mut() {
-        Ok(mut cache) => client_view_cached(bytes, glance, expand_tool, &mut cache),
-        Err(_) => client_view_cached(bytes, glance, expand_tool, &mut EchoCache::default()),
+        Ok(mut cache) => f(&mut cache),
+        Err(_) => f(&mut EchoCache::default()),
     })
 }
 
-/// The last splice of each echoed member: the lifecycle events of one stream (created, in progress, completed)
-/// echo the same `tools` and `instructions`, so the splice is computed once and the later ones only compared.
+/// The last splice of each echoed member, kept per thread: the lifecycle events of a stream (created, in progress,
+/// completed) and the turns of a conversation echo the same `tools` and `instructions`, so the splice is computed
+/// once and the later ones only compared (byte for byte, so a different echo is never given a stale splice).
 #[derive(Debug, Default)]
 pub struct EchoCache {
     tools: Option<(Vec<u8>, Option<Vec<u8>>)>,
@@ -127,21 +214,21 @@ fn cached(
     }
 }
 
-/// [`client_view`] with an [`EchoCache`].
+/// [`client_view`] with an [`EchoCache`], for the echoed members at `echo`.
 pub fn client_view_cached(
     bytes: &[u8],
-    glance: &Glance,
+    echo: &Echo,
     expand_tool: &str,
     cache: &mut EchoCache,
 ) -> Option<Vec<u8>> {
     let mut splices: Vec<(Range<usize>, Vec<u8>)> = Vec::new();
-    if let Some(range) = &glance.tools {
+    if let Some(range) = &echo.tools {
         let raw = bytes.get(range.clone())?;
         if let Some(tools) = cached(&mut cache.tools, raw, |t| strip_tool(t, expand_tool)) {
             splices.push((range.clone(), tools));
         }
     }
-    if let Some(range) = &glance.instructions {
+    if let Some(range) = &echo.instructions {
         let raw = bytes.get(range.clone())?;
         let restored = cached(&mut cache.instructions, raw, |raw| {
             let text = serde_json::from_slice::<Cow<'_, str>>(raw).ok()?;
@@ -216,9 +303,8 @@ pub fn strip_event(data: &str, expand_tool: &str) -> Option<String> {
     strip_response(data, range, expand_tool, &mut EchoCache::default())
 }
 
-/// [`strip_event`] for an event whose `response` object stands at `range` of `data` (already found by the
-/// caller's parse), with an [`EchoCache`].
-pub fn strip_response(
+/// [`strip_event`] for an event whose `response` object stands at `range` of `data`, with an [`EchoCache`].
+fn strip_response(
     data: &str,
     range: Range<usize>,
     expand_tool: &str,
@@ -226,18 +312,13 @@ pub fn strip_response(
 ) -> Option<String> {
     let response = data.get(range.clone())?.as_bytes();
     let inner = glance(response, expand_tool)?;
-    let restored = client_view_cached(response, &inner, expand_tool, cache)?;
+    let restored = client_view_cached(response, &inner.echo, expand_tool, cache)?;
     let restored = String::from_utf8(restored).ok()?;
     let mut out = String::with_capacity(data.len());
     out.push_str(data.get(..range.start)?);
     out.push_str(&restored);
     out.push_str(data.get(range.end..)?);
     Some(out)
-}
-
-/// Where `raw` (parsed out of `data`) stands in `data`.
-pub fn span_in(data: &str, raw: &RawValue) -> Range<usize> {
-    span(data.as_bytes(), raw)
 }
 
 #[cfg(test)]
@@ -309,6 +390,51 @@ mod tests {
             assert_eq!(String::from_utf8(out).unwrap(), want);
         }
         assert!(strip_tool(b"[{\"type\":\"x\"}]", EXPAND_TOOL).is_none());
+    }
+
+    #[test]
+    fn the_light_path_reads_and_strips_the_echo_in_one_pass() {
+        #[derive(Deserialize)]
+        struct Event<'a> {
+            #[serde(borrow)]
+            response: Option<ResponseEcho<'a>>,
+        }
+        let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
+        let data = json!({"type":"response.created","sequence_number":0,
+            "response":{"id":"r1","created_at":7,"tools":tools,"instructions":append_directive(Some("x"))}})
+        .to_string();
+        let event: Event<'_> = serde_json::from_str(&data).unwrap();
+        let echo = event.response.unwrap();
+        assert_eq!(echo.id.as_deref(), Some("r1"));
+        assert_eq!(echo.created_at.unwrap().get(), "7");
+        let out = strip_echo(&data, &echo, EXPAND_TOOL).unwrap();
+        assert_eq!(Some(out.clone()), strip_event(&data, EXPAND_TOOL));
+        assert_eq!(
+            out,
+            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r1","created_at":7,"tools":[{"type":"function","name":"shell"}],"instructions":"x"}}"#
+        );
+        // Nothing echoed: nothing to change.
+        let plain = r#"{"response":{"id":"r","tools":[],"instructions":null}}"#;
+        let echo = serde_json::from_str::<Event<'_>>(plain)
+            .unwrap()
+            .response
+            .unwrap();
+        assert!(strip_echo(plain, &echo, EXPAND_TOOL).is_none());
+        // Anything odd fails the parse (the stream then takes the full path).
+        for odd in [
+            r#"{"response":["r",1]}"#,
+            r#"{"response":{"id":"a","id":"b"}}"#,
+            r#"{"response":{"tools":[],"tools":[]}}"#,
+            r#"{"response":{"id":"a""#,
+        ] {
+            assert!(serde_json::from_str::<Event<'_>>(odd).is_err(), "{odd}");
+        }
+        assert!(
+            serde_json::from_str::<Event<'_>>(r#"{"response":null}"#)
+                .unwrap()
+                .response
+                .is_none()
+        );
     }
 
     #[test]

@@ -109,8 +109,6 @@ pub struct Stitcher {
     offered: bool,
     /// Whether the model may make several calls in one round (`parallel_tool_calls`).
     parallel: bool,
-    /// The light path's splice of the echoed tool and directive, computed once per stream.
-    echo: super::echo::EchoCache,
 }
 
 impl Stitcher {
@@ -132,7 +130,6 @@ impl Stitcher {
             seq_known: false,
             offered: true,
             parallel: true,
-            echo: super::echo::EchoCache::default(),
         }
     }
 

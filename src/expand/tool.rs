@@ -47,6 +47,13 @@ pub fn tool_value() -> &'static Value {
     TOOL.get_or_init(tool_definition)
 }
 
+/// The tool definition encoded as JSON, once: appending it to a request's `tools` copies these bytes instead of
+/// serializing the value on every turn.
+pub fn tool_bytes() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| serde_json::to_vec(tool_value()).unwrap_or_default())
+}
+
 /// Built from constants with `json!` under `preserve_order`, so its serialization is identical on every call.
 /// `strict` is false because `query`, `offset` and `limit` are optional, which strict mode does not allow
 /// without nullable types.

@@ -1,9 +1,16 @@
 //! Parse and re-serialize a `/v1/responses` request body without disturbing what no stage rewrote.
+//!
+//! Every member keeps its span in the client's bytes. When the input items are untouched (the common turn that
+//! only gets the expand tool and directive added), the body sent upstream is the client's bytes with just the
+//! replaced members spliced in and new members added before the closing brace: no key is re-encoded, and the
+//! client's formatting survives. When a stage rewrote the input, the members are written out in their order,
+//! untouched slices copied verbatim.
 
 use bytes::Bytes;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::ops::Range;
 use std::sync::OnceLock;
 
 /// One member of the top-level object: a slice of the original body until a stage replaces it.
@@ -11,6 +18,14 @@ use std::sync::OnceLock;
 enum Member {
     Raw(Bytes),
     Replaced(Value),
+}
+
+/// A top-level member with where its value stood in the client's bytes (`None` for a member a stage added).
+#[derive(Debug)]
+struct Slot {
+    key: String,
+    member: Member,
+    span: Option<Range<usize>>,
 }
 
 /// One `input` item: the client's bytes (parsed on first use, at most once per request), or the value a stage
@@ -81,11 +96,14 @@ impl Item {
         }
     }
 
+    /// Writes the item as it will be sent: a raw item's bytes are copied without being parsed.
     fn write(&self, out: &mut Vec<u8>) {
-        match (&self.raw, self.value()) {
-            (Some(raw), _) => out.extend_from_slice(raw),
-            (None, Some(v)) => write_value(out, v),
-            (None, None) => out.extend_from_slice(b"null"),
+        match &self.raw {
+            Some(raw) => out.extend_from_slice(raw),
+            None => match self.value() {
+                Some(v) => write_value(out, v),
+                None => out.extend_from_slice(b"null"),
+            },
         }
     }
 }
@@ -101,11 +119,13 @@ pub enum Input {
 #[derive(Debug)]
 pub struct RequestBody {
     original: Bytes,
-    members: Vec<(String, Member)>,
+    members: Vec<Slot>,
     input: Option<Input>,
     /// Where `input` stood among the members, so it is written back in place.
     input_position: Option<usize>,
     changed: bool,
+    /// Whether a stage replaced an input item or the item list (the client's `input` bytes no longer apply).
+    input_changed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -234,11 +254,21 @@ impl RequestBody {
             .members
             .into_iter()
             .map(|(k, raw)| {
-                let member = match raw {
-                    Some(raw) => Member::Raw(slice(raw)),
-                    None => Member::Raw(Bytes::new()),
+                let (member, span) = match raw {
+                    Some(raw) => {
+                        let start = raw.get().as_ptr() as usize - base;
+                        (
+                            Member::Raw(slice(raw)),
+                            Some(start..start + raw.get().len()),
+                        )
+                    }
+                    None => (Member::Raw(Bytes::new()), None),
                 };
-                (k.into_owned(), member)
+                Slot {
+                    key: k.into_owned(),
+                    member,
+                    span,
+                }
             })
             .collect();
         Ok(RequestBody {
@@ -247,6 +277,7 @@ impl RequestBody {
             input,
             input_position,
             changed: false,
+            input_changed: false,
         })
     }
 
@@ -263,8 +294,8 @@ impl RequestBody {
     pub fn get(&self, key: &str) -> Option<Value> {
         self.members
             .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, m)| match m {
+            .find(|slot| slot.key == key)
+            .and_then(|slot| match &slot.member {
                 Member::Raw(raw) => serde_json::from_slice(raw).ok(),
                 Member::Replaced(v) => Some(v.clone()),
             })
@@ -281,11 +312,13 @@ impl RequestBody {
     /// Replaces (or appends) a top-level member other than `input`.
     pub fn set(&mut self, key: &str, value: Value) {
         self.changed = true;
-        match self.members.iter_mut().find(|(k, _)| k == key) {
-            Some((_, m)) => *m = Member::Replaced(value),
-            None => self
-                .members
-                .push((key.to_string(), Member::Replaced(value))),
+        match self.members.iter_mut().find(|slot| slot.key == key) {
+            Some(slot) => slot.member = Member::Replaced(value),
+            None => self.members.push(Slot {
+                key: key.to_string(),
+                member: Member::Replaced(value),
+                span: None,
+            }),
         }
     }
 
@@ -295,11 +328,22 @@ impl RequestBody {
     pub fn append_to_array(&mut self, key: &str, element: &Value) -> bool {
         let mut encoded = Vec::new();
         write_value(&mut encoded, element);
-        let Some((_, member)) = self.members.iter_mut().find(|(k, _)| k == key) else {
-            self.members.push((
-                key.to_string(),
-                Member::Replaced(Value::Array(vec![element.clone()])),
-            ));
+        self.append_encoded_to_array(key, &encoded)
+    }
+
+    /// As [`Self::append_to_array`], with the element already encoded as JSON (a constant the caller encoded
+    /// once, such as the expand tool).
+    pub fn append_encoded_to_array(&mut self, key: &str, encoded: &[u8]) -> bool {
+        let Some(Slot { member, .. }) = self.members.iter_mut().find(|slot| slot.key == key) else {
+            let mut array = Vec::with_capacity(encoded.len() + 2);
+            array.push(b'[');
+            array.extend_from_slice(encoded);
+            array.push(b']');
+            self.members.push(Slot {
+                key: key.to_string(),
+                member: Member::Raw(Bytes::from(array)),
+                span: None,
+            });
             self.changed = true;
             return true;
         };
@@ -320,7 +364,7 @@ impl RequestBody {
         if inner.iter().any(|b| !b.is_ascii_whitespace()) {
             out.push(b',');
         }
-        out.extend_from_slice(&encoded);
+        out.extend_from_slice(encoded);
         out.push(b']');
         *member = Member::Raw(Bytes::from(out));
         self.changed = true;
@@ -362,6 +406,7 @@ impl RequestBody {
             Some(Input::Items(items)) if index < items.len() => {
                 items[index] = Item::rewritten(value);
                 self.changed = true;
+                self.input_changed = true;
                 true
             }
             _ => false,
@@ -372,12 +417,16 @@ impl RequestBody {
     pub fn replace_items(&mut self, items: Vec<Item>) {
         self.input = Some(Input::Items(items));
         self.changed = true;
+        self.input_changed = true;
     }
 
     /// Takes the items out for a stage that rebuilds the list; put them back with [`Self::replace_items`].
     pub fn take_items(&mut self) -> Option<Vec<Item>> {
         match self.input.take() {
-            Some(Input::Items(items)) => Some(items),
+            Some(Input::Items(items)) => {
+                self.input_changed = true;
+                Some(items)
+            }
             other => {
                 self.input = other;
                 None
@@ -385,28 +434,79 @@ impl RequestBody {
         }
     }
 
-    /// The bytes to send upstream: the original when nothing changed, else the members in their order with
-    /// untouched slices copied verbatim.
+    /// The bytes to send upstream: the original when nothing changed; the original with the changed members
+    /// spliced in when the input is untouched; else the members in their order with untouched slices copied
+    /// verbatim.
     pub fn to_bytes(&self) -> Bytes {
         if !self.changed {
             return self.original.clone();
         }
+        if !self.input_changed {
+            if let Some(spliced) = self.splice() {
+                return Bytes::from(spliced);
+            }
+        }
         let mut out = Vec::with_capacity(self.original.len());
         out.push(b'{');
-        for (i, (key, member)) in self.members.iter().enumerate() {
+        for (i, slot) in self.members.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            write_value(&mut out, &Value::String(key.clone()));
+            write_value(&mut out, &Value::String(slot.key.clone()));
             out.push(b':');
             if Some(i) == self.input_position {
-                self.write_input(&mut out, member);
+                self.write_input(&mut out, &slot.member);
             } else {
-                write_member(&mut out, member);
+                write_member(&mut out, &slot.member);
             }
         }
         out.push(b'}');
         Bytes::from(out)
+    }
+
+    /// The client's bytes with every member a stage replaced written over its old value and every member a stage
+    /// added inserted before the closing brace; all other bytes (keys, whitespace, the input) as the client sent
+    /// them. `None` when the body's shape does not allow it (the caller then writes the members out).
+    fn splice(&self) -> Option<Vec<u8>> {
+        let original = &self.original[..];
+        let close = original.iter().rposition(|b| *b == b'}')?;
+        let mut out = Vec::with_capacity(original.len() + 4096);
+        let mut cursor = 0;
+        let mut members_before = false;
+        let mut added = Vec::new();
+        for (i, slot) in self.members.iter().enumerate() {
+            if Some(i) == self.input_position {
+                // The input is untouched: its bytes are copied with the rest.
+                members_before = true;
+                continue;
+            }
+            let Some(span) = &slot.span else {
+                added.push(slot);
+                continue;
+            };
+            members_before = true;
+            if span.start < cursor || span.end > close {
+                return None;
+            }
+            if is_slice_of(&slot.member, original, span) {
+                continue;
+            }
+            out.extend_from_slice(&original[cursor..span.start]);
+            write_member(&mut out, &slot.member);
+            cursor = span.end;
+        }
+        out.extend_from_slice(&original[cursor..close]);
+        for slot in added {
+            if members_before {
+                out.push(b',');
+            }
+            members_before = true;
+            write_value(&mut out, &Value::String(slot.key.clone()));
+            out.push(b':');
+            write_member(&mut out, &slot.member);
+        }
+        out.extend_from_slice(&original[close..]);
+        Some(out)
     }
 
     /// Writes `input` from its items (its raw member slot is empty: the items are the member).
@@ -431,6 +531,14 @@ impl RequestBody {
 /// Substring search (SIMD-accelerated: this runs over the whole transcript on every turn).
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
+}
+
+/// Whether `member` is still exactly the client's bytes at `span` (not replaced, not rewritten in place).
+fn is_slice_of(member: &Member, original: &[u8], span: &Range<usize>) -> bool {
+    match (member, original.get(span.clone())) {
+        (Member::Raw(raw), Some(at)) => raw.as_ptr() == at.as_ptr() && raw.len() == at.len(),
+        _ => false,
+    }
 }
 
 fn write_member(out: &mut Vec<u8>, member: &Member) {

@@ -85,3 +85,94 @@ fn duplicate_keys_survive_a_rewrite() {
         Bytes::from_static(br#"{"a":1,"a":2,"input":[{"x":1}],"tools":[]}"#)
     );
 }
+
+/// The body the members writer would produce for `b` (the path a rewritten input takes), for comparison.
+fn written_out(b: &mut RequestBody) -> Bytes {
+    b.input_changed = true;
+    let out = b.to_bytes();
+    b.input_changed = false;
+    out
+}
+
+#[test]
+fn adding_the_tool_splices_only_tools_and_instructions_into_the_clients_bytes() {
+    // Odd whitespace, keys out of the usual order, unicode escapes (in keys and values), a duplicate key.
+    let body = "{ \"input\" :\n [ {\"role\":\"user\",\"content\":\"h\\u00e9 <<ctxzip:0123456789ab 3_lines>>\"} ] ,\n\
+                \t\"tools\" : [ {\"type\":\"custom\",\"name\":\"a\\u00e9\",\"x\":1.50} ]  ,\"instr\\u0075ctions\":\"keep\",\n\
+                \"instructions\" : \"Be \\u2028 brief\", \"model\":\"m\", \"model\":\"m2\" }\n";
+    let mut b = RequestBody::parse(Bytes::copy_from_slice(body.as_bytes())).unwrap();
+    assert!(b.append_encoded_to_array("tools", br#"{"type":"function","name":"t"}"#));
+    assert_eq!(b.get_str("instructions").as_deref(), Some("keep"));
+    b.set("instructions", json!("Be \u{2028} brief\n\nD"));
+    let out = b.to_bytes();
+    let expected = "{ \"input\" :\n [ {\"role\":\"user\",\"content\":\"h\\u00e9 <<ctxzip:0123456789ab 3_lines>>\"} ] ,\n\
+                    \t\"tools\" : [ {\"type\":\"custom\",\"name\":\"a\\u00e9\",\"x\":1.50} ,{\"type\":\"function\",\"name\":\"t\"}]  ,\"instr\\u0075ctions\":\"Be \u{2028} brief\\n\\nD\",\n\
+                    \"instructions\" : \"Be \\u2028 brief\", \"model\":\"m\", \"model\":\"m2\" }\n";
+    assert_eq!(std::str::from_utf8(&out).unwrap(), expected);
+    // `instr\u0075ctions` is the same key as `instructions`: the first one is the member read and replaced, as
+    // the members writer replaces it; the later duplicate keeps its bytes. Both paths mean the same JSON.
+    let spliced: Value = serde_json::from_slice(&out).unwrap();
+    let written: Value = serde_json::from_slice(&written_out(&mut b)).unwrap();
+    assert_eq!(spliced, written);
+}
+
+#[test]
+fn members_a_stage_adds_go_before_the_closing_brace() {
+    let mut b = RequestBody::parse(Bytes::from_static(
+        b"{\"model\":\"m\",\"input\":[{\"x\":1}]  \n}  ",
+    ))
+    .unwrap();
+    assert!(b.append_encoded_to_array("tools", b"{\"n\":1}"));
+    b.set("instructions", json!("D"));
+    assert_eq!(
+        b.to_bytes(),
+        Bytes::from_static(
+            b"{\"model\":\"m\",\"input\":[{\"x\":1}]  \n,\"tools\":[{\"n\":1}],\"instructions\":\"D\"}  "
+        )
+    );
+    let mut empty = RequestBody::parse(Bytes::from_static(b"{ }")).unwrap();
+    empty.set("instructions", json!("D"));
+    let out = empty.to_bytes();
+    assert_eq!(out, Bytes::from_static(b"{ \"instructions\":\"D\"}"));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out).unwrap(),
+        json!({"instructions": "D"})
+    );
+}
+
+#[test]
+fn a_string_input_and_unchanged_members_stay_as_sent() {
+    let body = br#"{"input" : "hi \"there\"", "tools":[],"stream":true}"#;
+    let mut b = RequestBody::parse(Bytes::from_static(body)).unwrap();
+    b.set("stream", json!(false));
+    assert_eq!(
+        b.to_bytes(),
+        Bytes::from_static(br#"{"input" : "hi \"there\"", "tools":[],"stream":false}"#)
+    );
+}
+
+#[test]
+fn a_rewritten_input_is_written_out_not_spliced() {
+    let mut b = RequestBody::parse(Bytes::from_static(
+        b"{ \"input\": [ {\"a\":1} ], \"model\" : \"m\" }",
+    ))
+    .unwrap();
+    b.replace_item(0, json!({"a": 2}));
+    assert_eq!(
+        b.to_bytes(),
+        Bytes::from_static(br#"{"input":[{"a":2}],"model":"m"}"#)
+    );
+}
+
+#[test]
+fn truncated_or_malformed_bodies_are_not_parsed() {
+    let full =
+        br#"{"input":[{"role":"user","content":"<<ctxzip:0123456789ab 3_lines>>"}],"tools":[]}"#;
+    for cut in 1..full.len() {
+        assert!(
+            RequestBody::parse(Bytes::copy_from_slice(&full[..cut])).is_err(),
+            "a body cut at {cut} must not parse (the handler forwards it unchanged)"
+        );
+    }
+    assert!(RequestBody::parse(Bytes::from_static(br#"{"input":[],"tools":[]}}"#)).is_err());
+}

@@ -94,14 +94,16 @@ impl Turn {
             }
         }
         let prompt_cache_key = self.body.get_str("prompt_cache_key");
+        // A client's key names the conversation: the first item's digest is only needed without one.
+        let keyed = prompt_cache_key.as_deref().is_some_and(|k| !k.is_empty());
         let digest = match first_digest {
             Some(d) => Some(*d),
+            None if keyed => None,
             None => self
                 .body
                 .items()
                 .and_then(|items| items.first())
-                .and_then(|i| i.value())
-                .map(crate::responses::identity::item_digest),
+                .and_then(first_item_digest),
         };
         let anchor = crate::responses::identity::anchor_of_digest(
             prompt_cache_key.as_deref(),
@@ -111,6 +113,34 @@ impl Turn {
         self.anchor = Some((first, key.clone()));
         key
     }
+}
+
+/// The digest of a conversation's first item. Every turn of a conversation starts with the same item, so the last
+/// one seen on this thread is remembered with its exact bytes: a turn whose first item has those bytes reuses the
+/// digest instead of parsing, canonicalizing and hashing the item again (bytes compared in full, so a different
+/// item never gets a stale digest).
+fn first_item_digest(item: &crate::responses::Item) -> Option<[u8; 32]> {
+    type Last = std::cell::RefCell<Option<(Vec<u8>, [u8; 32])>>;
+    thread_local! {
+        static LAST: Last = const { std::cell::RefCell::new(None) };
+    }
+    let compute = || item.value().map(crate::responses::identity::item_digest);
+    let Some(raw) = item.raw_bytes() else {
+        return compute();
+    };
+    LAST.with(|last| {
+        let Ok(mut last) = last.try_borrow_mut() else {
+            return compute();
+        };
+        if let Some((seen, digest)) = last.as_ref() {
+            if seen.as_slice() == raw {
+                return Some(*digest);
+            }
+        }
+        let digest = compute()?;
+        *last = Some((raw.to_vec(), digest));
+        Some(digest)
+    })
 }
 
 /// The turn's stages, in order: compress first (fold weighs the compressed transcript), then fold, then the expand
@@ -137,4 +167,39 @@ pub fn stages(
         )),
         Arc::new(expand::inject::InjectStage::new(expander.clone())),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
+    use super::first_item_digest;
+    use crate::responses::identity::item_digest;
+    use crate::responses::{Item, RequestBody};
+    use bytes::Bytes;
+
+    fn first(body: &'static [u8]) -> RequestBody {
+        RequestBody::parse(Bytes::from_static(body)).unwrap()
+    }
+
+    #[test]
+    fn the_remembered_first_item_digest_is_only_reused_for_the_same_bytes() {
+        let a = first(br#"{"input":[{"role":"developer","content":"be brief"}]}"#);
+        let a_again = first(br#"{"input":[{"role":"developer","content":"be brief"}]}"#);
+        // The same item in other bytes: the canonical digest is the same, computed afresh.
+        let a_spaced = first(br#"{"input":[ {"content":"be brief", "role":"developer"} ]}"#);
+        let b = first(br#"{"input":[{"role":"developer","content":"be terse"}]}"#);
+        let digest = |body: &RequestBody| first_item_digest(&body.items().unwrap()[0]).unwrap();
+        let expected = |body: &RequestBody| item_digest(body.items().unwrap()[0].value().unwrap());
+        for body in [&a, &a_again, &b, &a_spaced, &a, &b, &b] {
+            assert_eq!(digest(body), expected(body));
+        }
+        assert_eq!(digest(&a), digest(&a_spaced));
+        assert_ne!(digest(&a), digest(&b));
+        let rewritten =
+            Item::rewritten(serde_json::json!({"role":"developer","content":"be terse"}));
+        assert_eq!(first_item_digest(&rewritten), Some(digest(&b)));
+    }
 }

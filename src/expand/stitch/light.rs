@@ -5,19 +5,19 @@
 //! stream with the echoed tool and directive taken out of the response objects. So, while that holds, an event is
 //! read only as far as its head (type, sequence number, output index, the item's type and name), forwarded as the
 //! bytes that came, and the full stitching (values parsed, events re-framed) starts only at the event that opens
-//! an item to hide. Lifecycle events have their `response` echo spliced out without a parse of the rest; the
-//! round's terminal event is kept as bytes and sent by `finish`.
+//! an item to hide. Lifecycle events have their `response` echo spliced out without a parse of the rest: the
+//! response's identity and the spans of its echoed members are read in the same pass as the event's head, so
+//! each event is scanned once. The round's terminal event is kept as bytes and sent by `finish`.
 
 use std::borrow::Cow;
 
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::round::Slot;
 use super::{OPENING, Stitcher, terminal_kind};
-use crate::expand::echo::{self, Head};
+use crate::expand::echo::{self, Head, ResponseEcho};
 use crate::expand::merge;
 use crate::expand::sse::{self, SseEvent};
 
@@ -33,16 +33,7 @@ struct EventHead<'a> {
     #[serde(default, borrow)]
     item: Option<Head<'a>>,
     #[serde(default, borrow)]
-    response: Option<&'a RawValue>,
-}
-
-/// The identity of a response object.
-#[derive(Deserialize)]
-struct ResponseHead<'a> {
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    created_at: Option<&'a RawValue>,
+    response: Option<ResponseEcho<'a>>,
 }
 
 /// A terminal event the light path kept: its client bytes, sent by `finish` when no other round follows.
@@ -74,15 +65,12 @@ impl Stitcher {
             }
         }
         let terminal = terminal_kind(kind);
-        if let Some(response) = head.response {
+        if let Some(response) = &head.response {
             if terminal.is_none() && !OPENING.contains(&kind) {
                 return false;
             }
-            let Ok(identity) = serde_json::from_str::<ResponseHead<'_>>(response.get()) else {
-                return false;
-            };
-            if let Some(id) = identity.id.as_deref() {
-                let created = identity
+            if let Some(id) = response.id.as_deref() {
+                let created = response
                     .created_at
                     .and_then(|c| serde_json::from_str::<Value>(c.get()).ok());
                 self.learn(id, created);
@@ -118,10 +106,10 @@ impl Stitcher {
                 return false;
             }
         }
-        let stripped = head.response.and_then(|response| {
-            let range = echo::span_in(&event.data, response);
-            echo::strip_response(&event.data, range, &self.tool, &mut self.echo)
-        });
+        let stripped = head
+            .response
+            .as_ref()
+            .and_then(|response| echo::strip_echo(&event.data, response, &self.tool));
         let bytes = match stripped {
             Some(data) => sse::encode(event.event.as_deref(), &data),
             None => event.raw.clone(),

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Expander;
-use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_value};
+use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_bytes};
 use crate::turn::Turn;
 use crate::turn::stage::{Stage, StageError};
 
@@ -68,7 +68,7 @@ impl Stage for InjectStage {
                 .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL)),
             _ => false,
         };
-        if !already && !turn.body.append_to_array("tools", tool_value()) {
+        if !already && !turn.body.append_encoded_to_array("tools", tool_bytes()) {
             // `tools` is not an array: the upstream will refuse the request; leave it as the client sent it.
             return Ok(());
         }
