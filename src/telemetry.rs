@@ -348,9 +348,12 @@ pub fn init_logging(format: LogFormat, level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CTXGATE_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A log write that fails (stderr closed: the shell that started ctxgate went away) is dropped. Reporting it, the
+    // layer's default, means printing to that same stderr, which panics the request's task and cuts its answer off.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // A second init (tests starting several servers in one process) is harmless, hence the ignored result.
     let _ = match format {

@@ -246,3 +246,65 @@ fn unknown_config_key_is_a_clear_startup_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("listen_addr"), "{err}");
 }
+
+/// A ctxgate started from a shell that went away writes its log into a closed pipe. Losing the log must not lose
+/// the requests: a failed log write used to panic the request's task (the log layer reported its own write error on
+/// the same closed stderr), cutting answers off mid-body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_are_answered_whole_after_the_log_pipe_closes() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ctxgate.redb");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &mock_url(&mock),
+        ])
+        .args(["--store", store.to_str().unwrap()])
+        .args([
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/ctxgate.toml"),
+        ])
+        // Every request logs at debug level, so each one writes into the closed pipe.
+        .env("CTXGATE_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let child = Child(child);
+    // Read up to the line that says where it listens, then close the pipe (the reader is dropped with it).
+    let addr = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                let rest = line.split("listening on http://").nth(1)?;
+                rest.split([',', ' ']).next().map(str::to_string)
+            })
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let url = format!("http://{addr}/v1/responses");
+    for stream in [false, true, false, true] {
+        let resp = client()
+            .post(&url)
+            .body(responses_body("mock-ok", stream))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let text = resp.text().await.unwrap();
+        if stream {
+            assert!(text.contains("response.completed"), "{text}");
+        } else {
+            let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(answer["status"], "completed", "{text}");
+        }
+    }
+    drop(child);
+}
