@@ -142,6 +142,10 @@ struct CompressArgs {
     /// Print one JSON object (result and stats) instead of text.
     #[arg(long)]
     json: bool,
+    /// Compress the text as the agent's notes on its way to a tool call (what `[compress] agent_notes` does to an
+    /// assistant message): a short head and tail and every error line.
+    #[arg(long)]
+    notes: bool,
 }
 
 #[derive(clap::Args)]
@@ -361,7 +365,7 @@ fn compress(args: CompressArgs) -> ExitCode {
             query: ctxgate::ctxzip::query_terms(args.query.as_deref().unwrap_or("")),
             keep_patterns,
             compress_code: config.compress.code,
-            notes: false,
+            notes: args.notes,
         },
     );
     let out = if args.json {

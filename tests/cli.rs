@@ -54,6 +54,40 @@ fn compress_prints_what_the_model_would_see_and_its_stats() {
 }
 
 #[test]
+fn compress_notes_keeps_a_short_head_and_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("note.txt");
+    let mut note = String::from("THOUGHT: the listing shows the parser module.\n");
+    for i in 0..40 {
+        note.push_str(&format!(
+            "Step {i}: the builder calls the documenter for alias {i}.\n"
+        ));
+    }
+    note.push_str("I will print the documenter used for each alias.");
+    std::fs::write(&path, &note).unwrap();
+    let run = |notes: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxgate"));
+        cmd.args(["compress", path.to_str().unwrap(), "--json"]);
+        if notes {
+            cmd.arg("--notes");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (notes, plain) = (run(true), run(false));
+    let result = notes["result"].as_str().unwrap();
+    assert!(result.starts_with("THOUGHT: the listing shows the parser module.\n"));
+    assert!(result.ends_with("I will print the documenter used for each alias."));
+    assert!(!result.contains("alias 20."), "{result}");
+    assert!(notes["tokens_after"].as_u64() < plain["tokens_after"].as_u64());
+}
+
+#[test]
 fn compress_of_a_missing_file_is_a_clear_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
         .args(["compress", "/nonexistent/file.txt"])
