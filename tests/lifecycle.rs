@@ -1,16 +1,15 @@
 //! Start, health, metrics and a graceful stop: the binary as a user runs it, and the app in-process.
 #![expect(
     clippy::unwrap_used,
-    clippy::panic,
     reason = "a test fails loudly on what it did not expect"
 )]
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::serve::{Log, spawn_serve, wait_for_line};
 use common::*;
 
 #[tokio::test]
@@ -112,71 +111,24 @@ async fn in_flight_stream_finishes_during_graceful_shutdown() {
     );
 }
 
-struct Child(std::process::Child);
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the real binary; returns it and a channel of its log lines.
-fn spawn_ctxgate(args: &[&str]) -> (Child, std::sync::mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .args(args)
-        .env_remove("CTXGATE_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    (Child(child), rx)
-}
-
-fn wait_for_line(rx: &std::sync::mpsc::Receiver<String>, needle: &str) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::time::Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            if line.contains(needle) {
-                return line;
-            }
-        }
-    }
-    panic!("no log line containing {needle:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_logs_where_it_listens_and_stops_gracefully_on_sigterm() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("deep/er/ctxgate.redb");
     let upstream = mock_url(&mock);
-    let (mut child, rx) = spawn_ctxgate(&[
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &upstream,
-        "--store",
-        store.to_str().unwrap(),
-        "--config",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/config/ctxgate.toml"),
-    ]);
-    let line = wait_for_line(&rx, "listening on http://");
+    let args = ["--upstream", &upstream, "--store", store.to_str().unwrap()].map(String::from);
+    let mut served = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_serve(&args, &[], Log::Kept)
+    })
+    .await
+    .unwrap();
+    let line = served.listening.clone();
     assert!(line.contains(&upstream), "{line}");
     assert!(line.contains(store.to_str().unwrap()), "{line}");
-    let addr = line
-        .split("listening on http://")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| c == ',' || c.is_whitespace()).next())
-        .unwrap()
-        .to_string();
+    let addr = served.addr.clone();
+    let log = served.log.take().unwrap();
     let url = format!("http://{addr}/v1/responses");
     let resp = client()
         .post(&url)
@@ -186,7 +138,7 @@ async fn binary_logs_where_it_listens_and_stops_gracefully_on_sigterm() {
         .unwrap();
     let reader = tokio::spawn(async move { resp.text().await });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let pid = child.0.id().to_string();
+    let pid = served.child.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -199,12 +151,12 @@ async fn binary_logs_where_it_listens_and_stops_gracefully_on_sigterm() {
         text.contains("response.completed"),
         "in-flight stream finished after SIGTERM"
     );
-    let status = tokio::task::spawn_blocking(move || child.0.wait())
+    let status = tokio::task::spawn_blocking(move || served.child.wait())
         .await
         .unwrap()
         .unwrap();
     assert!(status.success(), "{status:?}");
-    wait_for_line(&rx, "ctxgate stopped");
+    wait_for_line(&log, "ctxgate stopped");
     // The store was closed cleanly: it opens again at once.
     let reopened = ctxgate::store::redb::RedbStore::open(&store);
     assert!(reopened.is_ok());
@@ -255,40 +207,21 @@ async fn requests_are_answered_whole_after_the_log_pipe_closes() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("ctxgate.redb");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &mock_url(&mock),
-        ])
-        .args(["--store", store.to_str().unwrap()])
-        .args([
-            "--config",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/config/ctxgate.toml"),
-        ])
-        // Every request logs at debug level, so each one writes into the closed pipe.
-        .env("CTXGATE_LOG", "debug")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let child = Child(child);
-    // Read up to the line that says where it listens, then close the pipe (the reader is dropped with it).
-    let addr = tokio::task::spawn_blocking(move || {
-        BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|line| {
-                let rest = line.split("listening on http://").nth(1)?;
-                rest.split([',', ' ']).next().map(str::to_string)
-            })
+    // Every request logs at debug level, so each one writes into the closed pipe.
+    let args = [
+        "--upstream",
+        &mock_url(&mock),
+        "--store",
+        store.to_str().unwrap(),
+    ]
+    .map(String::from);
+    let served = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_serve(&args, &[("CTXGATE_LOG", "debug")], Log::Closed)
     })
     .await
-    .unwrap()
     .unwrap();
+    let addr = &served.addr;
     let url = format!("http://{addr}/v1/responses");
     for stream in [false, true, false, true] {
         let resp = client()
@@ -306,5 +239,5 @@ async fn requests_are_answered_whole_after_the_log_pipe_closes() {
             assert_eq!(answer["status"], "completed", "{text}");
         }
     }
-    drop(child);
+    drop(served);
 }

@@ -8,22 +8,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::redis::{shared_redis, unique_prefix};
+use common::serve::{Log, spawn_serve};
 use common::*;
 use ctxgate::mock::MockConfig;
 use serde_json::json;
-
-struct Killed(std::process::Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_stream_leaves_no_marker_without_its_original() {
@@ -35,49 +26,19 @@ async fn sigkill_mid_stream_leaves_no_marker_without_its_original() {
     .unwrap();
     let prefix = unique_prefix("crash");
     let url = shared_redis().url();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &mock_url(&mock),
-        ])
-        .args([
-            "--config",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/config/ctxgate.toml"),
-        ])
-        .env("CTXGATE_STORE_URL", &url)
-        .env("CTXGATE_STORE_KEY_PREFIX", &prefix)
-        .env_remove("CTXGATE_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let child = Killed(child);
-    // Its log is read to the end (a closed pipe would fail its writes), the listening address sent back.
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let addr = tokio::task::spawn_blocking(move || {
-        while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                return rest
-                    .split([',', ' '])
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
-            }
-        }
-        String::new()
+    // Its log is read to the end (a closed pipe loses the log, and this test wants the process as a user runs it).
+    let upstream = mock_url(&mock);
+    let env = [
+        ("CTXGATE_STORE_URL".to_string(), url.to_string()),
+        ("CTXGATE_STORE_KEY_PREFIX".to_string(), prefix.clone()),
+    ];
+    let mut served = tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        spawn_serve(&["--upstream", &upstream], &env, Log::Kept)
     })
     .await
     .unwrap();
-    assert!(!addr.is_empty(), "ctxgate serve did not start");
+    let addr = served.addr.clone();
     let log = corpus("cargo_build_vv.log");
     let mut streams = Vec::new();
     for n in 0..4 {
@@ -106,9 +67,8 @@ async fn sigkill_mid_stream_leaves_no_marker_without_its_original() {
         let first = s.chunk().await;
         assert!(matches!(first, Ok(Some(_))), "{first:?}");
     }
-    let mut child = child;
-    child.0.kill().unwrap();
-    let _ = child.0.wait();
+    served.child.kill().unwrap();
+    let _ = served.child.wait();
     for s in streams {
         let text = String::from_utf8_lossy(&s.bytes().await.unwrap_or_default()).into_owned();
         assert!(!text.contains("response.completed"), "the streams were cut");

@@ -15,6 +15,7 @@ use ctxgate::mock::{MockConfig, MockHandle};
 use ctxgate::state::AppState;
 
 pub mod redis;
+pub mod serve;
 
 pub struct Proxy {
     pub addr: SocketAddr,
