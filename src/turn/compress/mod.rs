@@ -190,11 +190,15 @@ impl Stage for CompressStage {
             positions = scan.positions(&self.settings);
         }
         let shape_at = |i: usize| scan.shape(i);
+        // The agent's notes on its way to a call: compressed as notes, from `min_notes` on.
+        let is_note = |i: usize, shape: &Shape| {
+            self.settings.agent_notes
+                && matches!(shape, Shape::AssistantMessage)
+                && positions.is_step(i)
+        };
         let is_candidate = |i: usize| match scan.shape_and_longest(i) {
             Some((Shape::Output { .. }, longest)) => *longest >= min_repeat,
-            Some((Shape::AssistantMessage, longest)) if positions.is_step(i) => {
-                *longest >= min_notes
-            }
+            Some((shape, longest)) if is_note(i, shape) => *longest >= min_notes,
             Some((Shape::AssistantMessage, longest)) => *longest >= min,
             Some((Shape::UserMessage { .. }, longest)) => {
                 self.settings.user_messages && *longest >= min
@@ -344,9 +348,7 @@ impl Stage for CompressStage {
             } else {
                 "live_zone"
             };
-            let notes = self.settings.agent_notes
-                && matches!(shape, Shape::AssistantMessage)
-                && positions.is_step(i);
+            let notes = is_note(i, shape);
             let text_min = match shape {
                 Shape::Output { .. } => min_repeat,
                 _ if notes => min_notes,
@@ -381,7 +383,8 @@ impl Stage for CompressStage {
                     self.skipped("error_output");
                     continue;
                 }
-                let by_kind = if notes && text.len() >= min_notes {
+                // A note's texts are all at least `min_notes` long (`text_min`).
+                let by_kind = if notes {
                     ByKind::Notes
                 } else if text.len() < min {
                     ByKind::No
