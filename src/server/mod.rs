@@ -11,6 +11,8 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
+mod coalesce;
+
 use crate::edge::router;
 use crate::state::AppState;
 use crate::store::Namespace;
@@ -107,7 +109,7 @@ fn run_worker(
     runtime.block_on(async move {
         match TcpListener::from_std(socket) {
             Ok(listener) => {
-                let server = axum::serve(nodelay(listener), router(state))
+                let server = axum::serve(client_sockets(listener), router(state))
                     .with_graceful_shutdown(stopped(stop));
                 if let Err(e) = server.await {
                     tracing::warn!(index, error = %e, "server worker failed");
@@ -130,14 +132,19 @@ async fn stopped(mut flag: tokio::sync::watch::Receiver<bool>) {
     }
 }
 
+/// The client connections as the server uses them: TCP_NODELAY set, writes coalesced ([`coalesce`]).
+///
 /// SSE events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
-/// delayed ACK (~40 ms), which would add that to every streamed turn.
-fn nodelay(listener: TcpListener) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
-    listener.tap_io(|tcp| {
+/// delayed ACK (~40 ms), which would add that to every streamed turn. Joining the events that are already here
+/// into one write is done by ctxgate instead, without waiting for anything.
+fn client_sockets(
+    listener: TcpListener,
+) -> impl axum::serve::Listener<Addr = std::net::SocketAddr> {
+    coalesce::Coalescing(listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY on a client connection");
         }
-    })
+    }))
 }
 
 async fn serve_with_workers(
@@ -149,8 +156,8 @@ async fn serve_with_workers(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let sweeper = spawn_sweeper(state.clone(), stop_rx.clone());
     let worker_stop = workers.stop.take();
-    let server =
-        axum::serve(nodelay(listener), router(state.clone())).with_graceful_shutdown(async move {
+    let server = axum::serve(client_sockets(listener), router(state.clone()))
+        .with_graceful_shutdown(async move {
             shutdown.await;
             let _ = stop_tx.send(true);
             if let Some(stop) = worker_stop {
