@@ -366,6 +366,79 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
     proxy.stop().await;
 }
 
+/// Expanding an original keeps it alive for the TTL after the expansion, but rewrites its record only when less
+/// than the TTL is left: the rewrite copies the whole original, so expanding a large one again and again must not
+/// cost a write each time.
+#[tokio::test]
+async fn an_expansion_keeps_its_original_alive_without_rewriting_it_each_time() {
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.compress.ttl_secs = Some(600);
+    let proxy = start_proxy_with(opts).await;
+    let items = transcript(1);
+    let hash = ctxgate::ctxzip::hash_of(&corpus(OUTPUTS[0]));
+    let tenant = ctxgate::proxy::auth::Tenant::from_credential(b"Bearer sk-exp");
+    let expiry = || async {
+        proxy
+            .state
+            .store
+            .get(
+                ctxgate::store::Namespace::Originals,
+                tenant.as_str(),
+                &hash,
+                0,
+            )
+            .await
+            .unwrap()
+            .unwrap()
+            .expires_at
+            .unwrap()
+    };
+    let expand = || async {
+        let answer = reqwest::Client::new()
+            .get(format!("{}/v1/ctxzip/{hash}?limit=5", proxy.url))
+            .header("authorization", "Bearer sk-exp")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        proxy.state.settled().await;
+    };
+    let _ = send(&proxy, &items, "Bearer sk-exp").await;
+    proxy.state.settled().await;
+    let written = expiry().await;
+    // 100 s later less than the TTL is left: the expansion moves the expiry to TTL + slack after it.
+    proxy
+        .state
+        .clock
+        .advance(std::time::Duration::from_secs(100));
+    let first_use = proxy.state.clock.unix_now();
+    expand().await;
+    let refreshed = expiry().await;
+    assert!(
+        refreshed > written && refreshed >= first_use + 600,
+        "expiry {refreshed} not moved past {} (was {written})",
+        first_use + 600
+    );
+    // 30 s after that the TTL is still ahead: expanding again leaves the record alone.
+    proxy
+        .state
+        .clock
+        .advance(std::time::Duration::from_secs(30));
+    let second_use = proxy.state.clock.unix_now();
+    expand().await;
+    let kept = expiry().await;
+    assert_eq!(
+        kept, refreshed,
+        "a refresh that was not due rewrote the original"
+    );
+    assert!(
+        kept >= second_use + 600,
+        "expiry {kept} is not a TTL after the last use"
+    );
+    proxy.stop().await;
+}
+
 #[tokio::test]
 async fn a_compression_that_saves_too_little_is_not_applied() {
     let (mock, proxy) = mock_and_proxy_with(|opts| {

@@ -86,6 +86,24 @@ pub fn decode_original(bytes: &[u8]) -> Option<(OriginalMeta, String)> {
     Some((meta, text))
 }
 
+/// An original as read back, with the expiry its record has now (whether a refresh is due).
+#[derive(Debug, Clone)]
+pub struct LoadedOriginal {
+    pub meta: OriginalMeta,
+    pub text: String,
+    pub expires_at: Option<u64>,
+}
+
+/// Longest slack added to a refreshed expiry.
+const REFRESH_SLACK_MAX_SECS: u64 = 60;
+
+/// The slack added when an original's expiry is moved forward: a refresh sets `now + ttl + slack`, and another is
+/// due only once the expiry is less than `ttl` away, so a conversation's every turn (or every expansion) does not
+/// rewrite the record — for a large original that write copies the whole text.
+pub fn refresh_slack(ttl_secs: u64) -> u64 {
+    (ttl_secs / 10).clamp(1, REFRESH_SLACK_MAX_SECS)
+}
+
 /// A stored compressed form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompressedForm {
@@ -355,12 +373,19 @@ impl Records {
         &self,
         tenant: &str,
         hash: &str,
-    ) -> Result<Option<(OriginalMeta, String)>, StoreError> {
+    ) -> Result<Option<LoadedOriginal>, StoreError> {
         Ok(self
             .store
             .get(Namespace::Originals, tenant, hash, self.now())
             .await?
-            .and_then(|r| decode_original(&r.value)))
+            .and_then(|r| {
+                let (meta, text) = decode_original(&r.value)?;
+                Some(LoadedOriginal {
+                    meta,
+                    text,
+                    expires_at: r.expires_at,
+                })
+            }))
     }
 
     async fn put_bytes_durably(

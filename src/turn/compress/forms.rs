@@ -14,9 +14,6 @@ use crate::store::records::{CompressedForm, OriginalMeta, RECORD_VERSION, SAVING
 use crate::store::{Namespace, StoreError};
 use crate::turn::memo::key_of;
 
-/// At most this much past the TTL is added when an original's expiry is refreshed.
-const REFRESH_SLACK_MAX_SECS: u64 = 60;
-
 /// One marker an item carries: the original's hash and what it saves.
 #[derive(Debug, Clone)]
 pub(super) struct MarkerUse {
@@ -268,7 +265,7 @@ impl CompressStage {
     /// so that a conversation's every turn does not cost a store write.
     pub(super) fn refresh(&self, tenant: &str, markers: &[MarkerUse]) {
         let ttl = self.settings.ttl.as_secs();
-        let slack = (ttl / 10).clamp(1, REFRESH_SLACK_MAX_SECS);
+        let slack = crate::store::records::refresh_slack(ttl);
         let now = self.records.now();
         let mut due = Vec::new();
         for m in markers {

@@ -19,7 +19,7 @@ use crate::config::ExpandSettings;
 use crate::expand::resolve::{self, ExpandArgs, Lookup, Resolution};
 use crate::expand::suggest::SuggestionBook;
 use crate::expand::window;
-use crate::store::records::{Records, SAVINGS_KEY, SUGGESTIONS_KEY};
+use crate::store::records::{Records, SAVINGS_KEY, SUGGESTIONS_KEY, refresh_slack};
 use crate::store::{Namespace, StoreError};
 use crate::telemetry::{Metrics, audit};
 use crate::turn::stage::FaultKind;
@@ -96,10 +96,11 @@ impl Expander {
             }
         };
         Ok(match self.records.load_original(tenant, &hash).await? {
-            Some((meta, text)) => FindResult::Found {
+            Some(original) => FindResult::Found {
                 hash,
-                tool: meta.tool,
-                text,
+                tool: original.meta.tool,
+                text: original.text,
+                expires_at: original.expires_at,
             },
             None => FindResult::Missing,
         })
@@ -132,10 +133,15 @@ impl Expander {
         max_chars: usize,
     ) -> Answer {
         match self.find(tenant, &args.hash).await {
-            Ok(FindResult::Found { hash, tool, text }) => {
+            Ok(FindResult::Found {
+                hash,
+                tool,
+                text,
+                expires_at,
+            }) => {
                 let out = window::render(&text, args, max_chars, &hash);
                 // Suggestions count what the model was shown (the window), not the whole original.
-                self.after_hit(tenant, &hash, &tool, &out);
+                self.after_hit(tenant, &hash, &tool, &out, expires_at);
                 self.account(tenant, request_id, Some(hash), out, true)
             }
             Ok(FindResult::Ambiguous(p, c)) => self.account(
@@ -196,11 +202,16 @@ impl Expander {
     }
 
     /// After a hit, in the background: the original's expiry moves forward and its tokens feed the suggestions.
-    fn after_hit(&self, tenant: &str, hash: &str, tool: &str, text: &str) {
-        let expires = Some(self.records.now() + self.ttl_secs);
-        let refresh = vec![(Namespace::Originals, hash.to_string())];
-        self.records
-            .touch_later(refresh, tenant, expires, "an expanded original");
+    /// The expiry is rewritten only when less than the TTL is left (see [`refresh_slack`]): the write copies the
+    /// whole original, which for a large one cost more than the rest of the expansion.
+    fn after_hit(&self, tenant: &str, hash: &str, tool: &str, text: &str, expires_at: Option<u64>) {
+        let now = self.records.now();
+        if expires_at.is_some_and(|at| at < now + self.ttl_secs) {
+            let expires = Some(now + self.ttl_secs + refresh_slack(self.ttl_secs));
+            let refresh = vec![(Namespace::Originals, hash.to_string())];
+            self.records
+                .touch_later(refresh, tenant, expires, "an expanded original");
+        }
         let (records, lock) = (self.records.clone(), self.book_lock.clone());
         let (tenant, hash, tool) = (tenant.to_string(), hash.to_string(), tool.to_string());
         let text = text.to_string();
@@ -238,6 +249,8 @@ pub enum FindResult {
         hash: String,
         tool: String,
         text: String,
+        /// The original's expiry as stored (whether expanding it is due to move it forward).
+        expires_at: Option<u64>,
     },
     Ambiguous(String, Vec<String>),
     Missing,
