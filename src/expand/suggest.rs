@@ -111,7 +111,16 @@ fn is_identifier(token: &str) -> bool {
     {
         return false;
     }
-    let lower = token.to_ascii_lowercase();
+    // The shape first: most tokens of a text are plain words, and they fail here without the checks below.
+    let uppers = bytes.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let has_lower = bytes.iter().any(u8::is_ascii_lowercase);
+    let letters = bytes.iter().any(u8::is_ascii_alphabetic);
+    let camel = has_lower && uppers > usize::from(first.is_ascii_uppercase());
+    let caps = !has_lower && uppers >= 2;
+    let path = token.contains('.') || token.contains(':');
+    if !(letters && (camel || caps || path || token.contains('_'))) {
+        return false;
+    }
     let hex = bytes.iter().all(u8::is_ascii_hexdigit) && bytes.iter().any(u8::is_ascii_digit);
     // Version numbers (`v0.1.99`, `V2`) change with every build: never a domain word.
     let version = matches!(first, b'v' | b'V') && bytes.get(1).is_some_and(u8::is_ascii_digit);
@@ -119,22 +128,13 @@ fn is_identifier(token: &str) -> bool {
     let digits = bytes.iter().filter(|b| b.is_ascii_digit()).count();
     let alphas = bytes.iter().filter(|b| b.is_ascii_alphabetic()).count();
     let numeric_path = token.contains('.') && digits > alphas;
-    if hex
+    let about_ctxzip = bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"ctxzip"))
+        || bytes.len() >= 10 && bytes[bytes.len() - 10..].eq_ignore_ascii_case(b"_offloaded");
+    !(hex
         || version
         || numeric_path
-        || STOP_WORDS.contains(&lower.as_str())
-        || lower.contains("ctxzip")
-        || lower.ends_with("_offloaded")
-    {
-        return false;
-    }
-    let uppers = bytes.iter().filter(|b| b.is_ascii_uppercase()).count();
-    let has_lower = bytes.iter().any(u8::is_ascii_lowercase);
-    let letters = bytes.iter().any(u8::is_ascii_alphabetic);
-    let camel = has_lower && uppers > usize::from(first.is_ascii_uppercase());
-    let caps = !has_lower && uppers >= 2;
-    let path = token.contains('.') || token.contains(':');
-    letters && (camel || caps || path || token.contains('_'))
+        || about_ctxzip
+        || STOP_WORDS.iter().any(|w| w.eq_ignore_ascii_case(token)))
 }
 
 /// One tracked candidate, as reported to the operator and stored.

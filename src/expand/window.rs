@@ -49,13 +49,15 @@ pub fn render(original: &str, args: &ExpandArgs, max_chars: usize, hash: &str) -
     if let Some(query) = args.query.as_deref().filter(|q| !q.trim().is_empty()) {
         return render_query(original, query, offset, budget, &Hint { hash, limit });
     }
+    // A character is at most 4 bytes: only a text under 4 × max bytes can be short enough to need counting.
+    let total = || original.chars().count();
     if args.offset.is_none()
         && limit.is_none()
-        && (original.len() <= max || original.chars().count() <= max)
+        && (original.len() <= max || (original.len() / 4 <= max && total() <= max))
     {
         return original.to_owned();
     }
-    render_window(original, offset, budget, &Hint { hash, limit })
+    render_window(original, total(), offset, budget, &Hint { hash, limit })
 }
 
 /// What the "next call" hints repeat back: the resolved hash and the limit the model asked for, if any.
@@ -91,15 +93,15 @@ struct Span {
     end_byte: usize,
 }
 
-/// The window for `offset` of at most `budget` (≥ 1) characters; `None` when the offset is past the end.
+/// The window for `offset` of at most `budget` (≥ 1) characters of `text` (`total` characters long); `None` when
+/// the offset is past the end.
 ///
 /// The start moves back to its line's start when that is within `min(256, budget / 4)` characters (always less
 /// than the budget, so the window still reaches past the offset asked for, and the offsets we hand out — line
 /// starts, or cuts more than a budget into a long line — are never moved). The end moves back to the last line
 /// end in the window when that keeps at least half of it.
-fn span(text: &str, offset: usize, budget: usize) -> Option<Span> {
+fn span(text: &str, total: usize, offset: usize, budget: usize) -> Option<Span> {
     let budget = budget.max(1);
-    let total = text.chars().count();
     if offset > total || (offset == total && total > 0) {
         return None;
     }
@@ -149,22 +151,23 @@ fn byte_at(text: &str, from: usize, chars: usize) -> usize {
 
 /// Number of lines, counting a last line without a newline; 0 for an empty text.
 fn line_count(text: &str) -> usize {
-    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// 1-based number of the line holding byte `at`.
 fn line_at(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..at.min(text.len())]).count() + 1
 }
 
-fn render_window(text: &str, offset: usize, budget: usize, hint: &Hint<'_>) -> String {
-    let total = text.chars().count();
-    let Some(s) = span(text, offset, budget) else {
+fn render_window(
+    text: &str,
+    total: usize,
+    offset: usize,
+    budget: usize,
+    hint: &Hint<'_>,
+) -> String {
+    let Some(s) = span(text, total, offset, budget) else {
         return format!(
             "{STATUS}offset {offset} is past the end of this original ({total} chars, {} lines); call \
              {EXPAND_TOOL} with {} to read it from the start]",
