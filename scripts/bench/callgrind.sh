@@ -7,6 +7,8 @@
 # requests with BODY_FILE on one keep-alive connection after 20 warm-up requests, and prints the instructions
 # ctxgate executed per request (counters zeroed before, dumped after the N requests) and the top functions
 # (inclusive). With CG_STRACE=1 it runs ctxgate under `strace -c -f` instead and prints the syscall counts.
+# CG_STORE=FILE starts ctxgate on a copy of that redb store (e.g. one holding the original a marker body names, to
+# count an expand round that finds it; see BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BODY=$1
@@ -25,6 +27,9 @@ ports=[x.getsockname()[1] for x in s]
 print(*ports, flush=True)')
 RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 >"$TMP/mock.log" 2>&1 &
 MOCK=$!
+if [[ -n ${CG_STORE:-} ]]; then
+  cp "$CG_STORE" "$TMP/store.redb" || { echo "CG_STORE: cannot copy $CG_STORE" >&2; exit 1; }
+fi
 if [[ ${CG_STRACE:-0} == 1 ]]; then
   WRAP=()
 else
