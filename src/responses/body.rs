@@ -34,6 +34,10 @@ struct Slot {
 pub struct Item {
     raw: Option<Bytes>,
     parsed: OnceLock<Option<Value>>,
+    /// A rewritten item's JSON, written once: the stages measure an item (the fold's estimate, the compress
+    /// stage's shares) and the body is written from it, and a 1 MB transcript's compressed items were serialized
+    /// again for each.
+    encoded: OnceLock<Vec<u8>>,
     key: OnceLock<u128>,
 }
 
@@ -42,6 +46,7 @@ impl Item {
         Item {
             raw: Some(raw),
             parsed: OnceLock::new(),
+            encoded: OnceLock::new(),
             key: OnceLock::new(),
         }
     }
@@ -50,6 +55,7 @@ impl Item {
         Item {
             raw: None,
             parsed: OnceLock::from(Some(value)),
+            encoded: OnceLock::new(),
             key: OnceLock::new(),
         }
     }
@@ -74,13 +80,24 @@ impl Item {
     /// A 128-bit hash of the bytes the item will be sent as, computed once per request: how the stages recognise
     /// an item they have seen on an earlier turn without parsing it.
     pub fn content_key(&self) -> u128 {
-        *self.key.get_or_init(|| match &self.raw {
-            Some(raw) => xxhash_rust::xxh3::xxh3_128(raw),
-            None => {
-                let text = self.value().map(|v| v.to_string()).unwrap_or_default();
-                xxhash_rust::xxh3::xxh3_128(text.as_bytes())
-            }
-        })
+        *self
+            .key
+            .get_or_init(|| xxhash_rust::xxh3::xxh3_128(self.sent_bytes()))
+    }
+
+    /// The bytes the item will be sent as: the client's for a raw item, else its JSON, written once.
+    fn sent_bytes(&self) -> &[u8] {
+        match &self.raw {
+            Some(raw) => raw,
+            None => self.encoded.get_or_init(|| {
+                let mut out = Vec::new();
+                match self.value() {
+                    Some(v) => write_value(&mut out, v),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out
+            }),
+        }
     }
 
     /// The client's bytes for a raw item.
@@ -90,21 +107,12 @@ impl Item {
 
     /// Length in bytes of the item's JSON as it will be sent (exact for raw items).
     pub fn json_len(&self) -> usize {
-        match &self.raw {
-            Some(raw) => raw.len(),
-            None => self.value().map(|v| v.to_string().len()).unwrap_or(0),
-        }
+        self.sent_bytes().len()
     }
 
     /// Writes the item as it will be sent: a raw item's bytes are copied without being parsed.
     fn write(&self, out: &mut Vec<u8>) {
-        match &self.raw {
-            Some(raw) => out.extend_from_slice(raw),
-            None => match self.value() {
-                Some(v) => write_value(out, v),
-                None => out.extend_from_slice(b"null"),
-            },
-        }
+        out.extend_from_slice(self.sent_bytes());
     }
 }
 

@@ -176,3 +176,21 @@ fn truncated_or_malformed_bodies_are_not_parsed() {
     }
     assert!(RequestBody::parse(Bytes::from_static(br#"{"input":[],"tools":[]}}"#)).is_err());
 }
+
+#[test]
+fn a_rewritten_item_is_measured_keyed_and_sent_as_the_same_bytes() {
+    let mut b = RequestBody::parse(Bytes::from_static(BODY.as_bytes())).unwrap();
+    let value = json!({"type":"function_call_output","call_id":"c1","output":"é \"quoted\" <<x>>"});
+    b.replace_item(2, value.clone());
+    let item = &b.items().unwrap()[2];
+    let expected = serde_json::to_vec(&value).unwrap();
+    assert_eq!(item.json_len(), expected.len());
+    assert_eq!(item.content_key(), xxhash_rust::xxh3::xxh3_128(&expected));
+    // Measured first, written after: the body carries exactly the bytes that were measured.
+    let out = b.to_bytes();
+    let at = out
+        .windows(expected.len())
+        .position(|w| w == expected.as_slice());
+    assert!(at.is_some(), "{}", String::from_utf8_lossy(&out));
+    assert_eq!(item.json_len(), expected.len(), "measured again, unchanged");
+}
