@@ -30,6 +30,10 @@ pub(crate) struct Params {
     /// Keep whole error regions (tracebacks, test-failure blocks, summary lines): for outputs that report a
     /// failure, and logs, where what went wrong is the point of reading them.
     pub regions: bool,
+    /// Lines kept only for their error words, with dropped lines on both sides, are shown together after one
+    /// marker instead of each between two markers (a marker line costs about as much as the line). Only for
+    /// listings, where a name's text says what it is and a reader looks for the names, not their order.
+    pub gather_floor: bool,
 }
 
 /// Plain lines: listings (`ls -laR`, `find`, `dpkg -l`, `pip list`), prose, key-value dumps.
@@ -41,6 +45,14 @@ pub(crate) const PLAIN: Params = Params {
     max_context: 0,
     max_relevant: 20,
     regions: false,
+    gather_floor: false,
+};
+
+/// A listing of paths or names (`find`, `git ls-files`, `rg --files`, `ls -R`): as [`PLAIN`], and the lines kept
+/// for the error floor (`errors.py`, `test_failures.ts`) are gathered after one marker ([`Params::gather_floor`]).
+pub(crate) const PATHS: Params = Params {
+    gather_floor: true,
+    ..PLAIN
 };
 
 /// The model's notes on its way to a tool call ([`super::Options::notes`]): the first lines (what it saw) and the
@@ -53,6 +65,7 @@ pub(crate) const NOTES: Params = Params {
     max_context: 0,
     max_relevant: 0,
     regions: false,
+    gather_floor: false,
 };
 
 /// Visible head of a shortened long line.
@@ -66,7 +79,32 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 const CHEAP_GAP: usize = 100;
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
-    compress_with(text, ctx, &PLAIN, tally)
+    let p = if is_path_listing(text) {
+        &PATHS
+    } else {
+        &PLAIN
+    };
+    compress_with(text, ctx, p, tally)
+}
+
+/// Whether `text` lists paths or names, one a line: at least 20 non-empty lines in the first 300, 9 in 10 of them a
+/// single word (`src/app/errors.py`, `README.md`, `./tests:`). A whole path says by itself where it is; a bare name
+/// under an `ls -R` header does not, but once lines around it are dropped its header is usually gone too, and
+/// the marker is where to look either way.
+pub(crate) fn is_path_listing(text: &str) -> bool {
+    let mut lines = 0usize;
+    let mut words = 0usize;
+    for line in text.split('\n').take(300) {
+        let t = line.trim_end_matches('\r');
+        if t.trim().is_empty() {
+            continue;
+        }
+        lines += 1;
+        if !t.contains(char::is_whitespace) {
+            words += 1;
+        }
+    }
+    lines >= 20 && words * 10 >= lines * 9
 }
 
 /// A run of identical consecutive lines.
@@ -117,9 +155,18 @@ pub(crate) fn compress_with(
             }
         }
     }
-    let keep = select(&recs, &flags, &mut relevant, p);
-    Some(render(&recs, &flags, &keep, ctx, tally, trailing_newline))
-        .filter(|out| out.len() < text.len())
+    let (keep, floor_only) = select(&recs, &flags, &mut relevant, p);
+    let gather = if p.gather_floor { &floor_only[..] } else { &[] };
+    Some(render(
+        &recs,
+        &flags,
+        &keep,
+        gather,
+        ctx,
+        tally,
+        trailing_newline,
+    ))
+    .filter(|out| out.len() < text.len())
 }
 
 fn collapse(body: &str) -> Vec<Rec<'_>> {
@@ -136,7 +183,14 @@ fn collapse(body: &str) -> Vec<Rec<'_>> {
     recs
 }
 
-fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Params) -> Vec<bool> {
+/// The lines to keep, and which of them are kept for the error floor alone (not head, tail, region, keep-pattern,
+/// relevant or context lines).
+fn select(
+    recs: &[Rec<'_>],
+    flags: &[u8],
+    relevant: &mut [(u32, usize)],
+    p: &Params,
+) -> (Vec<bool>, Vec<bool>) {
     let n = recs.len();
     let mut keep = vec![false; n];
     keep.iter_mut().take(p.head).for_each(|k| *k = true);
@@ -148,9 +202,11 @@ fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Par
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
+    let mut other = keep.clone();
     for i in 0..n {
         if flags[i] & KEEP != 0 {
             keep[i] = true;
+            other[i] = true;
         }
         if flags[i] & (ERROR | FLOOR) == 0 {
             continue;
@@ -161,9 +217,10 @@ fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Par
         }
         *copies += 1;
         keep[i] = true;
-        if flags[i] & ERROR == 0 {
+        if flags[i] & ERROR == 0 || p.before + p.after == 0 {
             continue;
         }
+        other[i] = true;
         mark_context(
             &mut keep,
             recs,
@@ -180,18 +237,24 @@ fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Par
     relevant.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     for &(_, i) in relevant.iter().take(p.max_relevant) {
         keep[i] = true;
+        other[i] = true;
     }
+    let floor_only: Vec<bool> = (0..n).map(|i| keep[i] && !other[i]).collect();
+    // Lines the render may gather behind a marker do not end a gap.
+    let open = |keep: &[bool], i: usize| !keep[i] || (p.gather_floor && floor_only[i]);
     // A few short dropped lines cost less shown than replaced by a marker line.
     let mut i = 0;
     while i < n {
-        if keep[i] {
+        if !open(&keep, i) {
             i += 1;
             continue;
         }
         let start = i;
         let mut bytes = 0;
-        while i < n && !keep[i] {
-            bytes += recs[i].text.len() + 1;
+        while i < n && open(&keep, i) {
+            if !keep[i] {
+                bytes += recs[i].text.len() + 1;
+            }
             i += 1;
         }
         let short = recs[start..i].iter().all(|r| r.text.len() <= LONG_LINE);
@@ -199,7 +262,7 @@ fn select(recs: &[Rec<'_>], flags: &[u8], relevant: &mut [(u32, usize)], p: &Par
             keep[start..i].iter_mut().for_each(|k| *k = true);
         }
     }
-    keep
+    (keep, floor_only)
 }
 
 /// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
@@ -212,7 +275,7 @@ fn mark_context(
 ) {
     for j in indices {
         let text = recs[j].text;
-        if *budget == 0 || text.trim().is_empty() || text.len() > LONG_LINE {
+        if *budget == 0 || renders_blank(text) || text.len() > LONG_LINE {
             break;
         }
         if !keep[j] {
@@ -222,10 +285,38 @@ fn mark_context(
     }
 }
 
+/// Whether `line` shows nothing on a terminal: whitespace and ANSI escape sequences only (`ESC[0K`,
+/// `ESC[?25h`, `ESC[7A`). Output captured from a TTY — spinners, progress bars, test runners that redraw their
+/// status — separates its frames with such lines, so for the context of an error they are the blank line that
+/// ends it; otherwise each redrawn frame would drag the next frame in as "context".
+pub(crate) fn renders_blank(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            0x1b if b.get(i + 1) == Some(&b'[') => {
+                // A CSI sequence: parameters and intermediates, then one final byte in 0x40..=0x7e.
+                i += 2;
+                while i < b.len() && !(0x40..=0x7e).contains(&b[i]) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            0x1b => i += 2,
+            c if c.is_ascii_whitespace() => i += 1,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Renders kept lines and one marker per dropped run. `gather` (empty, or one flag per line): kept lines that may
+/// join the dropped run around them; they are shown after its marker, in their order.
 fn render(
     recs: &[Rec<'_>],
     flags: &[u8],
     keep: &[bool],
+    gather: &[bool],
     ctx: &Ctx,
     tally: &mut Tally,
     trailing_newline: bool,
@@ -237,39 +328,42 @@ fn render(
     } else {
         LINE_HEAD
     };
+    let gathered = |j: usize| gather.get(j).copied().unwrap_or(false);
     let mut i = 0;
     while i < recs.len() {
         if keep[i] {
-            let r = &recs[i];
-            // Error and keep lines stay byte-identical, except a keep hit in a huge data line, which
-            // keeps a window around the hit instead.
-            let protected = flags[i] != 0 && r.text.len() <= MAX_ERROR_LINE_BYTES;
-            if protected || r.text.len() <= LONG_LINE {
-                out.push_str(r.text);
-            } else {
-                out.push_str(&shorten_to(r.text, head_keep, ctx, tally));
-            }
-            if r.count > 1 && flags[i] & FLOOR != 0 {
-                // An error line stays the exact line: its repeat count goes on a line of its own.
-                out.push_str(&format!("\n(the line above ×{})", r.count));
-            } else if r.count > 1 {
-                out.push_str(&format!(" (×{})", r.count));
-            }
-            out.push('\n');
+            push_kept(&mut out, recs, flags, i, head_keep, ctx, tally);
             i += 1;
             continue;
         }
+        // The dropped run, through gathered lines that have dropped lines after them.
+        let mut end = i;
+        let mut j = i;
+        while j < recs.len() && (!keep[j] || gathered(j)) {
+            j += 1;
+            if !keep[j - 1] {
+                end = j;
+            }
+        }
         let mut census = Census::default();
         let mut dropped = 0;
-        while i < recs.len() && !keep[i] {
-            census.add(recs[i].text, recs[i].count);
-            dropped += recs[i].count;
-            i += 1;
+        let mut held = Vec::new();
+        for k in i..end {
+            if keep[k] {
+                held.push(k);
+            } else {
+                census.add(recs[k].text, recs[k].count);
+                dropped += recs[k].count;
+            }
         }
         tally.add(Unit::Lines, dropped);
         out.push_str(&ctx.marker(dropped, Unit::Lines));
         out.push_str(&census.render());
         out.push('\n');
+        for k in held {
+            push_kept(&mut out, recs, flags, k, head_keep, ctx, tally);
+        }
+        i = end;
     }
     // Collapsing repeats alone hides nothing, but the result must still name its original so that the exact
     // text (with every repeat) can be expanded: one marker counts the collapsed copies.
@@ -283,6 +377,33 @@ fn render(
         out.pop();
     }
     out
+}
+
+/// One kept line as shown: error and keep lines byte-identical (except a keep hit in a huge data line, which
+/// keeps a window around the hit), long lines shortened, repeats counted.
+fn push_kept(
+    out: &mut String,
+    recs: &[Rec<'_>],
+    flags: &[u8],
+    i: usize,
+    head_keep: usize,
+    ctx: &Ctx,
+    tally: &mut Tally,
+) {
+    let r = &recs[i];
+    let protected = flags[i] != 0 && r.text.len() <= MAX_ERROR_LINE_BYTES;
+    if protected || r.text.len() <= LONG_LINE {
+        out.push_str(r.text);
+    } else {
+        out.push_str(&shorten_to(r.text, head_keep, ctx, tally));
+    }
+    if r.count > 1 && flags[i] & FLOOR != 0 {
+        // An error line stays the exact line: its repeat count goes on a line of its own.
+        out.push_str(&format!("\n(the line above ×{})", r.count));
+    } else if r.count > 1 {
+        out.push_str(&format!(" (×{})", r.count));
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
@@ -319,6 +440,73 @@ mod tests {
         assert!(out.ends_with('\n'));
         assert!(!find_markers(&out).is_empty());
         assert!(out.len() * 10 < text.len());
+    }
+
+    #[test]
+    fn terminal_control_lines_are_blank() {
+        assert!(renders_blank(""));
+        assert!(renders_blank("  \t"));
+        assert!(renders_blank("\x1b[0K"));
+        assert!(renders_blank("\x1b[0K\x1b[?25h\x1b[?25l\x1b[7A\x1b[0K"));
+        assert!(!renders_blank("\x1b[0K 3 tests\x1b[0K"));
+        assert!(!renders_blank("[0K"), "no escape byte: printable text");
+    }
+
+    #[test]
+    fn error_context_stops_at_a_terminal_redraw() {
+        // A test runner redrawing its status line: each frame is a few lines between control-only lines.
+        let mut text = String::new();
+        for i in 0..60 {
+            text.push_str(&format!(
+                "\x1b[0K\x1b[?25h\x1b[7A\x1b[0K\n   pkg/good {}\x1b[0K\n   pkg/other ok\x1b[0K\n {i} tests, 1 failure\n\x1b[0K\x1b[?25h\x1b[7A\x1b[0K\n   pkg/good {}\x1b[0K\n",
+                ".".repeat(i),
+                ".".repeat(i)
+            ));
+        }
+        let out = compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default())
+            .unwrap_or_default();
+        assert!(out.contains(" 59 tests, 1 failure\n"));
+        assert!(
+            !out.contains(&format!("   pkg/good {}\x1b[0K\n", ".".repeat(30))),
+            "the next frame is not the failure's context"
+        );
+    }
+
+    /// Error context as a log keeps it (lines after the error up to a blank line).
+    const LOG_LIKE: Params = Params {
+        head: 2,
+        tail: 2,
+        before: 0,
+        after: 6,
+        max_context: 300,
+        max_relevant: 0,
+        regions: false,
+        gather_floor: false,
+    };
+
+    #[test]
+    fn a_listing_gathers_its_error_named_paths_after_one_marker() {
+        let mut text = String::new();
+        for i in 0..600 {
+            text.push_str(&format!("src/pkg{}/module_{i}.py\n", i / 50));
+            if i % 50 == 25 {
+                text.push_str(&format!("src/pkg{}/errors.py\n", i / 50));
+            }
+        }
+        assert!(is_path_listing(&text));
+        let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+        for p in 0..12 {
+            assert!(out.contains(&format!("\nsrc/pkg{p}/errors.py\n")), "{out}");
+        }
+        // Head, one marker for everything between head and tail with the error-named paths after it, tail.
+        assert_eq!(find_markers(&out).len(), 1, "{out}");
+        let plain =
+            compress_with(&text, &ctx(&[], &[]), &PLAIN, &mut Tally::default()).unwrap_or_default();
+        assert!(find_markers(&plain).len() > 10);
+        assert!(out.len() < plain.len());
+        // Prose and logs are not listings: their lines keep their places.
+        assert!(!is_path_listing(&"a line of prose with words\n".repeat(40)));
+        assert!(!is_path_listing("src/a.py\nsrc/b.py\n"));
     }
 
     #[test]

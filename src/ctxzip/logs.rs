@@ -17,6 +17,7 @@ const LOG: Params = Params {
     max_context: 300,
     max_relevant: 20,
     regions: true,
+    gather_floor: false,
 };
 
 /// An output that reports a failure: the end of the run is where the verdict is, so more of it stays, and
@@ -29,6 +30,7 @@ const FAILING: Params = Params {
     max_context: 600,
     max_relevant: 20,
     regions: true,
+    gather_floor: false,
 };
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
@@ -45,6 +47,7 @@ const JSON_LINES: Params = Params {
     max_context: 200,
     max_relevant: 10,
     regions: false,
+    gather_floor: false,
 };
 
 pub(crate) fn compress_json_lines(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
