@@ -27,13 +27,28 @@ pub(crate) struct Params {
     pub max_context: usize,
     /// Query-relevant lines kept (best scores first).
     pub max_relevant: usize,
-    /// Keep whole error regions (tracebacks, test-failure blocks, summary lines): for outputs that report a
-    /// failure, and logs, where what went wrong is the point of reading them.
-    pub regions: bool,
+    /// Which error regions are kept whole.
+    pub regions: Regions,
+    /// Keep lines with error and warning words beyond the floor (`warning:`, `cannot`, `timed out`), with their
+    /// context. Off where the output's own structure says what failed (an XML test report's failure elements):
+    /// there only the floor's lines stay, as exact lines.
+    pub error_words: bool,
     /// Lines kept only for their error words, with dropped lines on both sides, are shown together after one
-    /// marker instead of each between two markers (a marker line costs about as much as the line). Only for
-    /// listings, where a name's text says what it is and a reader looks for the names, not their order.
+    /// marker instead of each between two markers (a marker line costs about as much as the line); their order
+    /// stays. Only where a line's text says what it is: listings, and XML test reports, whose floor lines are
+    /// suite and test elements carrying their own names and counts.
     pub gather_floor: bool,
+}
+
+/// Error regions a compressor keeps whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Regions {
+    None,
+    /// Tracebacks, test-failure blocks, summary lines ([`regions::mark`]): for outputs that report a failure,
+    /// and logs, where what went wrong is the point of reading them.
+    Runs,
+    /// The failure elements of an XML test report with the test they belong to ([`super::testxml::mark`]).
+    TestReport,
 }
 
 /// Plain lines: listings (`ls -laR`, `find`, `dpkg -l`, `pip list`), prose, key-value dumps.
@@ -44,7 +59,8 @@ pub(crate) const PLAIN: Params = Params {
     after: 0,
     max_context: 0,
     max_relevant: 20,
-    regions: false,
+    regions: Regions::None,
+    error_words: true,
     gather_floor: false,
 };
 
@@ -64,7 +80,8 @@ pub(crate) const NOTES: Params = Params {
     after: 0,
     max_context: 0,
     max_relevant: 0,
-    regions: false,
+    regions: Regions::None,
+    error_words: true,
     gather_floor: false,
 };
 
@@ -197,8 +214,14 @@ fn select(
     keep.iter_mut()
         .skip(n.saturating_sub(p.tail))
         .for_each(|k| *k = true);
-    if p.regions {
-        regions::mark(&recs.iter().map(|r| r.text).collect::<Vec<_>>(), &mut keep);
+    match p.regions {
+        Regions::None => {}
+        Regions::Runs => {
+            regions::mark(&recs.iter().map(|r| r.text).collect::<Vec<_>>(), &mut keep);
+        }
+        Regions::TestReport => {
+            super::testxml::mark(&recs.iter().map(|r| r.text).collect::<Vec<_>>(), &mut keep);
+        }
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
@@ -208,7 +231,7 @@ fn select(
             keep[i] = true;
             other[i] = true;
         }
-        if flags[i] & (ERROR | FLOOR) == 0 {
+        if flags[i] & (ERROR | FLOOR) == 0 || (!p.error_words && flags[i] & FLOOR == 0) {
             continue;
         }
         let copies = seen.entry(recs[i].text).or_insert(0);
@@ -217,7 +240,7 @@ fn select(
         }
         *copies += 1;
         keep[i] = true;
-        if flags[i] & ERROR == 0 || p.before + p.after == 0 {
+        if flags[i] & ERROR == 0 || p.before + p.after == 0 || !p.error_words {
             continue;
         }
         other[i] = true;
@@ -480,7 +503,8 @@ mod tests {
         after: 6,
         max_context: 300,
         max_relevant: 0,
-        regions: false,
+        regions: Regions::None,
+        error_words: true,
         gather_floor: false,
     };
 
