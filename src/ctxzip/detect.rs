@@ -179,7 +179,8 @@ pub(crate) fn search_path(line: &str) -> Option<&str> {
     let path = &line[..colon];
     let name = &path[path.rfind('/')? + 1..];
     let ext = &name[name.rfind('.')? + 1..];
-    let plain = |c: char| !c.is_whitespace() && !matches!(c, '"' | '\'' | '{' | '[' | '(' | '<' | '=');
+    let plain =
+        |c: char| !c.is_whitespace() && !matches!(c, '"' | '\'' | '{' | '[' | '(' | '<' | '=');
     (path.chars().all(plain)
         && !path.starts_with(|c: char| c.is_ascii_digit())
         && (1..=8).contains(&ext.len())
@@ -368,7 +369,10 @@ mod tests {
         assert_eq!(search_path("Note: see docs/guide.md: section"), None);
         assert_eq!(search_path("https://example.com/a.html: ok"), None);
         assert_eq!(search_path("src/module: no extension"), None);
-        assert_eq!(search_path("\t/usr/lib/go/src/runtime/panic.go:1038 +0x215"), None);
+        assert_eq!(
+            search_path("\t/usr/lib/go/src/runtime/panic.go:1038 +0x215"),
+            None
+        );
         let grep = "sympy/printing/tests/test_repr.py:from sympy import srepr\nsympy/printing/tests/test_repr.py:    assert srepr(x) == 'x'\nsympy/printing/tests/test_str.py:    assert sstr(x) == 'x'\n";
         assert_eq!(detect(grep), Kind::Search);
     }

@@ -53,7 +53,10 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
                 relevant_left -= 1;
             }
             let errorish = is_error_line(l) || is_floor_line(l);
-            (h.keep || relevant || errorish, errorish && !h.keep && !relevant)
+            (
+                h.keep || relevant || errorish,
+                errorish && !h.keep && !relevant,
+            )
         })
         .unzip();
     let mut keep: Vec<bool> = (0..n)
@@ -327,9 +330,8 @@ mod tests {
 
     #[test]
     fn an_unchanged_error_line_far_from_changes_is_shown_once() {
-        let mut d = String::from(
-            "diff --git a/v.py b/v.py\nindex 1..2 100644\n--- a/v.py\n+++ b/v.py\n",
-        );
+        let mut d =
+            String::from("diff --git a/v.py b/v.py\nindex 1..2 100644\n--- a/v.py\n+++ b/v.py\n");
         for h in 0..4 {
             d.push_str(&format!("@@ -{0},9 +{0},9 @@\n", h * 20 + 1));
             d.push_str("        except ValidationError:\n");

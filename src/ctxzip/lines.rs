@@ -67,6 +67,8 @@ pub(crate) const PLAIN: Params = Params {
 /// A listing of paths or names (`find`, `git ls-files`, `rg --files`, `ls -R`): as [`PLAIN`], and the lines kept
 /// for the error floor (`errors.py`, `test_failures.ts`) are gathered after one marker ([`Params::gather_floor`]).
 pub(crate) const PATHS: Params = Params {
+    head: 12,
+    tail: 6,
     gather_floor: true,
     ..PLAIN
 };
@@ -104,24 +106,34 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     compress_with(text, ctx, p, tally)
 }
 
-/// Whether `text` lists paths or names, one a line: at least 20 non-empty lines in the first 300, 9 in 10 of them a
-/// single word (`src/app/errors.py`, `README.md`, `./tests:`). A whole path says by itself where it is; a bare name
-/// under an `ls -R` header does not, but once lines around it are dropped its header is usually gone too, and
-/// the marker is where to look either way.
+/// Whether `text` is a listing: at least 20 non-empty lines in the first 300, and 9 in 10 of them entries — a
+/// single word (`src/app/errors.py`, `README.md`, `./tests:`) or a row of the table most lines are rows of (the
+/// same number of columns, 2 to 12: `pip list`, `ls -la`, `docker ps`). An entry names itself; a sentence of
+/// prose has as many words as it needs, so prose is no table; markup lines are no entries. A bare name under an `ls -R` header loses its
+/// header once the lines around it are dropped anyway, and the marker is where to look either way.
 pub(crate) fn is_path_listing(text: &str) -> bool {
     let mut lines = 0usize;
     let mut words = 0usize;
+    let mut columns = [0usize; 13];
     for line in text.split('\n').take(300) {
         let t = line.trim_end_matches('\r');
-        if t.trim().is_empty() {
+        let fields = t.split_whitespace().count();
+        if fields == 0 {
             continue;
         }
         lines += 1;
-        if !t.contains(char::is_whitespace) {
+        if t.trim_start().starts_with('<') {
+            // Markup (`<dict>`, `<key>path</key>`): an element's place in the tree is what it means.
+            continue;
+        }
+        if fields == 1 {
             words += 1;
+        } else if let Some(c) = columns.get_mut(fields) {
+            *c += 1;
         }
     }
-    lines >= 20 && words * 10 >= lines * 9
+    let rows = columns.iter().copied().max().unwrap_or(0);
+    lines >= 20 && (words + rows) * 10 >= lines * 9
 }
 
 /// A run of identical consecutive lines.
@@ -529,7 +541,19 @@ mod tests {
         assert!(find_markers(&plain).len() > 10);
         assert!(out.len() < plain.len());
         // Prose and logs are not listings: their lines keep their places.
-        assert!(!is_path_listing(&"a line of prose with words\n".repeat(40)));
+        let prose: String = (0..40)
+            .map(|i| format!("a line of prose{} with words\n", " and more".repeat(i % 5)))
+            .collect();
+        assert!(!is_path_listing(&prose));
+        let pip: String = (0..40)
+            .map(|i| format!("package-{i}    1.{i}.0\n"))
+            .collect();
+        assert!(is_path_listing(&format!(
+            "Package    Version\n---------- -------\n{pip}"
+        )));
+        assert!(!is_path_listing(
+            &"<dict>\n<key>path</key>\n</dict>\n".repeat(10)
+        ));
         assert!(!is_path_listing("src/a.py\nsrc/b.py\n"));
     }
 
