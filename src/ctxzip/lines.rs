@@ -9,7 +9,7 @@
 use rustc_hash::FxHashMap as FastMap;
 
 use super::regions;
-use super::relevance::{Hits, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
+use super::relevance::{Hits, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line, selective_terms};
 use super::summary::Census;
 use super::truncate::{LONG_LINE, shorten_to};
 use super::{Ctx, Tally, Unit};
@@ -180,11 +180,16 @@ pub(crate) fn compress_with(
                 flags[i] |= KEEP;
             }
             if query != 0 {
-                relevant.push((query.count_ones(), i));
+                relevant.push((query, i));
             }
         }
     }
-    let (keep, floor_only) = select(&recs, &flags, &mut relevant, p);
+    // The query's picks (best first), less those picked only by terms that mark most of the text.
+    let mask = selective_terms(relevant.iter().map(|r| r.0), n);
+    relevant.sort_unstable_by(|a, b| b.0.count_ones().cmp(&a.0.count_ones()).then(a.1.cmp(&b.1)));
+    relevant.truncate(p.max_relevant);
+    relevant.retain(|r| r.0 & mask != 0);
+    let (keep, floor_only) = select(&recs, &flags, &relevant, p);
     let gather = if p.gather_floor { &floor_only[..] } else { &[] };
     Some(render(
         &recs,
@@ -217,7 +222,7 @@ fn collapse(body: &str) -> Vec<Rec<'_>> {
 fn select(
     recs: &[Rec<'_>],
     flags: &[u8],
-    relevant: &mut [(u32, usize)],
+    relevant: &[(u32, usize)],
     p: &Params,
 ) -> (Vec<bool>, Vec<bool>) {
     let n = recs.len();
@@ -269,8 +274,7 @@ fn select(
             &mut context_left,
         );
     }
-    relevant.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for &(_, i) in relevant.iter().take(p.max_relevant) {
+    for &(_, i) in relevant.iter() {
         keep[i] = true;
         other[i] = true;
     }
