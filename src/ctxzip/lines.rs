@@ -35,8 +35,8 @@ pub(crate) struct Params {
     pub error_words: bool,
     /// Lines kept only for their error words, with dropped lines on both sides, are shown together after one
     /// marker instead of each between two markers (a marker line costs about as much as the line); their order
-    /// stays. Only where a line's text says what it is: listings, and XML test reports, whose floor lines are
-    /// suite and test elements carrying their own names and counts.
+    /// stays. Only where a line's text says what it is: listings, XML test reports (whose floor lines are suite
+    /// and test elements carrying their own names and counts) and terminal redraws ([`is_redraw`]).
     pub gather_floor: bool,
 }
 
@@ -109,8 +109,9 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
 /// Whether `text` is a listing: at least 20 non-empty lines in the first 300, and 9 in 10 of them entries — a
 /// single word (`src/app/errors.py`, `README.md`, `./tests:`) or a row of the table most lines are rows of (the
 /// same number of columns, 2 to 12: `pip list`, `ls -la`, `docker ps`). An entry names itself; a sentence of
-/// prose has as many words as it needs, so prose is no table; markup lines are no entries. A bare name under an `ls -R` header loses its
-/// header once the lines around it are dropped anyway, and the marker is where to look either way.
+/// prose has as many words as it needs, so prose is no table; markup lines are no entries. A bare name under an
+/// `ls -R` header loses its header once the lines around it are dropped anyway, and the marker is where to look
+/// either way.
 pub(crate) fn is_path_listing(text: &str) -> bool {
     let mut lines = 0usize;
     let mut words = 0usize;
@@ -156,6 +157,16 @@ pub(crate) fn compress_with(
     p: &Params,
     tally: &mut Tally,
 ) -> Option<String> {
+    let redraw;
+    let p = if !p.gather_floor && is_redraw(text) {
+        redraw = Params {
+            gather_floor: true,
+            ..*p
+        };
+        &redraw
+    } else {
+        p
+    };
     let (body, trailing_newline) = match text.strip_suffix('\n') {
         Some(b) => (b, true),
         None => (text, false),
@@ -260,19 +271,20 @@ fn select(
         if flags[i] & ERROR == 0 || p.before + p.after == 0 || !p.error_words {
             continue;
         }
-        other[i] = true;
-        mark_context(
+        let before = mark_context(
             &mut keep,
             recs,
             (i.saturating_sub(p.before)..i).rev(),
             &mut context_left,
         );
-        mark_context(
+        let after = mark_context(
             &mut keep,
             recs,
             (i + 1)..(i + 1 + p.after).min(n),
             &mut context_left,
         );
+        // An error line with context stays with it; one whose context ended at once stands alone.
+        other[i] = before || after;
     }
     for &(_, i) in relevant.iter() {
         keep[i] = true;
@@ -305,23 +317,57 @@ fn select(
 }
 
 /// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
-/// blank line: the location and notes of a diagnostic, not the next command line of a build.
+/// blank line: the location and notes of a diagnostic, not the next command line of a build. Whether the error
+/// line has any context there.
 fn mark_context(
     keep: &mut [bool],
     recs: &[Rec<'_>],
     indices: impl Iterator<Item = usize>,
     budget: &mut usize,
-) {
+) -> bool {
+    let mut any = false;
     for j in indices {
         let text = recs[j].text;
         if *budget == 0 || renders_blank(text) || text.len() > LONG_LINE {
             break;
         }
+        any = true;
         if !keep[j] {
             keep[j] = true;
             *budget -= 1;
         }
     }
+    any
+}
+
+/// Whether `text` was captured from a terminal that redraws its status in place (at least 10 cursor-up
+/// sequences, `ESC[7A`: test runners' dot views, progress bars). Each frame repeats the status with new
+/// counts, so a frame's status line says by itself where it stands, and the run's story is the sequence of those
+/// lines: they are gathered after one marker ([`Params::gather_floor`]) instead of each between two.
+pub(crate) fn is_redraw(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut found = 0;
+    let mut from = 0;
+    while let Some(at) = memchr_esc(&b[from..]) {
+        let i = from + at;
+        let digits = b[i + 1..]
+            .iter()
+            .skip(1)
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if b.get(i + 1) == Some(&b'[') && digits > 0 && b.get(i + 2 + digits) == Some(&b'A') {
+            found += 1;
+            if found >= 10 {
+                return true;
+            }
+        }
+        from = i + 1;
+    }
+    false
+}
+
+fn memchr_esc(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == 0x1b)
 }
 
 /// Whether `line` shows nothing on a terminal: whitespace and ANSI escape sequences only (`ESC[0K`,
@@ -509,6 +555,25 @@ mod tests {
             !out.contains(&format!("   pkg/good {}\x1b[0K\n", ".".repeat(30))),
             "the next frame is not the failure's context"
         );
+    }
+
+    #[test]
+    fn a_terminal_redraw_gathers_its_status_lines() {
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&format!(
+                "\x1b[0K\x1b[?25h\x1b[?25l\x1b[7A\x1b[0K\n   pkg/good {}\x1b[0K\n   pkg/other ok\x1b[0K\n\x1b[0K\n {i} tests, 1 failure\n",
+                ".".repeat(i)
+            ));
+        }
+        assert!(is_redraw(&text));
+        assert!(!is_redraw("\x1b[31mred\x1b[0m\n".repeat(20).as_str()));
+        let gathered = compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default())
+            .unwrap_or_default();
+        for i in 0..40 {
+            assert!(gathered.contains(&format!("\n {i} tests, 1 failure\n")));
+        }
+        assert!(find_markers(&gathered).len() <= 2, "{gathered}");
     }
 
     /// Error context as a log keeps it (lines after the error up to a blank line).
