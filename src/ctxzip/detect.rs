@@ -170,7 +170,7 @@ pub(crate) fn search_prefix(line: &str) -> Option<&str> {
 /// The path of a search hit: `path:line:` ([`search_prefix`]), or `path:` when the search printed no line numbers
 /// (`grep -r pattern dir`, `grep pattern a.py b.py`). Without a line number the path must look like a file's: no
 /// whitespace, a `/` in it, and an extension on its last part (`sklearn/svm/libsvm.pyx:`), so `key: value` and
-/// `Note: …` lines are not hits.
+/// `Note: …` lines are not hits, and no second colon after it (`tests/test_a.py::test_b PASSED` is a pytest node).
 pub(crate) fn search_path(line: &str) -> Option<&str> {
     if let Some(p) = search_prefix(line) {
         return Some(p);
@@ -185,7 +185,8 @@ pub(crate) fn search_path(line: &str) -> Option<&str> {
         && !path.starts_with(|c: char| c.is_ascii_digit())
         && (1..=8).contains(&ext.len())
         && ext.bytes().all(|b| b.is_ascii_alphanumeric())
-        && !line[colon..].starts_with("://"))
+        && !line[colon..].starts_with("://")
+        && !line[colon..].starts_with("::"))
     .then_some(path)
 }
 
@@ -369,6 +370,7 @@ mod tests {
         assert_eq!(search_path("Note: see docs/guide.md: section"), None);
         assert_eq!(search_path("https://example.com/a.html: ok"), None);
         assert_eq!(search_path("src/module: no extension"), None);
+        assert_eq!(search_path("tests/test_a.py::test_b PASSED  [ 50%]"), None);
         assert_eq!(
             search_path("\t/usr/lib/go/src/runtime/panic.go:1038 +0x215"),
             None
