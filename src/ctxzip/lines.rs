@@ -627,6 +627,33 @@ mod tests {
     }
 
     #[test]
+    fn a_query_term_on_every_line_picks_none_of_them() {
+        // The searched word is on every line; `flaky` singles one line out.
+        let mut text = String::new();
+        for i in 0..400 {
+            let extra = if i == 250 { " flaky" } else { "" };
+            text.push_str(&format!("pkg/mod{i}.py: uses parser {i}{extra}\n"));
+        }
+        let out = compress_with(
+            &text,
+            &ctx(&["parser", "flaky"], &[]),
+            &Params {
+                head: 2,
+                tail: 2,
+                ..PLAIN
+            },
+            &mut Tally::default(),
+        )
+        .unwrap_or_default();
+        assert!(out.contains("pkg/mod250.py: uses parser 250 flaky\n"));
+        assert!(
+            !out.contains("pkg/mod10.py"),
+            "a line matching only the common term is not kept: {out}"
+        );
+        assert_eq!(find_markers(&out).len(), 2, "{out}");
+    }
+
+    #[test]
     fn repeats_collapse() {
         let text = format!("start\n{}end\n", "same line\n".repeat(500));
         let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
