@@ -52,8 +52,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
             let few = starts.len() <= MAX_SHORT_ENTRIES;
             for (k, &at) in starts.iter().enumerate() {
                 if few || k < SHORT_ENTRIES_HEAD || k >= starts.len() - SHORT_ENTRIES_TAIL {
-                    keep[at] = true;
-                    keep[at + 1] = true;
+                    keep[at..(at + 2).min(n)].iter_mut().for_each(|k| *k = true);
                 }
             }
             i = j;
