@@ -64,8 +64,10 @@ pub(crate) const PLAIN: Params = Params {
     gather_floor: false,
 };
 
-/// A listing of paths or names (`find`, `git ls-files`, `rg --files`, `ls -R`): as [`PLAIN`], and the lines kept
-/// for the error floor (`errors.py`, `test_failures.ts`) are gathered after one marker ([`Params::gather_floor`]).
+/// A listing ([`is_listing`]: `find`, `git ls-files`, `ls -R`, `pip list`, `ls -la`): its head and tail are samples
+/// in sort order, not the start and end of a story, so fewer of them stay than of [`PLAIN`] text (the marker's census
+/// says what the rest holds), and the lines kept for the error floor (`errors.py`, `test_failures.ts`) are gathered
+/// after one marker ([`Params::gather_floor`]).
 pub(crate) const PATHS: Params = Params {
     head: 12,
     tail: 6,
@@ -98,11 +100,7 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 const CHEAP_GAP: usize = 100;
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
-    let p = if is_path_listing(text) {
-        &PATHS
-    } else {
-        &PLAIN
-    };
+    let p = if is_listing(text) { &PATHS } else { &PLAIN };
     compress_with(text, ctx, p, tally)
 }
 
@@ -112,7 +110,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
 /// prose has as many words as it needs, so prose is no table; markup lines are no entries. A bare name under an
 /// `ls -R` header loses its header once the lines around it are dropped anyway, and the marker is where to look
 /// either way.
-pub(crate) fn is_path_listing(text: &str) -> bool {
+pub(crate) fn is_listing(text: &str) -> bool {
     let mut lines = 0usize;
     let mut words = 0usize;
     let mut columns = [0usize; 13];
@@ -598,7 +596,7 @@ mod tests {
                 text.push_str(&format!("src/pkg{}/errors.py\n", i / 50));
             }
         }
-        assert!(is_path_listing(&text));
+        assert!(is_listing(&text));
         let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
         for p in 0..12 {
             assert!(out.contains(&format!("\nsrc/pkg{p}/errors.py\n")), "{out}");
@@ -613,17 +611,17 @@ mod tests {
         let prose: String = (0..40)
             .map(|i| format!("a line of prose{} with words\n", " and more".repeat(i % 5)))
             .collect();
-        assert!(!is_path_listing(&prose));
+        assert!(!is_listing(&prose));
         let pip: String = (0..40)
             .map(|i| format!("package-{i}    1.{i}.0\n"))
             .collect();
-        assert!(is_path_listing(&format!(
+        assert!(is_listing(&format!(
             "Package    Version\n---------- -------\n{pip}"
         )));
-        assert!(!is_path_listing(
+        assert!(!is_listing(
             &"<dict>\n<key>path</key>\n</dict>\n".repeat(10)
         ));
-        assert!(!is_path_listing("src/a.py\nsrc/b.py\n"));
+        assert!(!is_listing("src/a.py\nsrc/b.py\n"));
     }
 
     #[test]
