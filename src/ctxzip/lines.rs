@@ -194,6 +194,9 @@ pub(crate) fn compress_with(
         }
     }
     // The query's picks (best first), less those picked only by terms that mark most of the text.
+    if p.regions == Regions::TestReport {
+        relevant.retain(|r| super::testxml::pickable(recs[r.1].text));
+    }
     let mask = selective_terms(relevant.iter().map(|r| r.0), n);
     relevant.sort_unstable_by(|a, b| b.0.count_ones().cmp(&a.0.count_ones()).then(a.1.cmp(&b.1)));
     relevant.truncate(p.max_relevant);

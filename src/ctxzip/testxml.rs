@@ -37,6 +37,14 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     compress_with(text, ctx, &REPORT, tally)
 }
 
+/// Whether the query may pick `line` of a report. Not a `<property>` of a surefire report's `<properties>` block: the
+/// JVM's system properties (paths, user and machine names, the workspace) come with every report and match a
+/// task's words by accident (`work` in `c:\jenkins\workspace\…`); the task's words that matter name a test or
+/// stand in a failure.
+pub(crate) fn pickable(line: &str) -> bool {
+    !line.trim_start().starts_with("<property ")
+}
+
 /// Whether `text` is an XML test report: it opens as XML (a declaration, or a report's root element) and one of
 /// the report elements shows in its first 64 KB.
 pub(crate) fn is_report(text: &str) -> bool {
@@ -216,6 +224,40 @@ mod tests {
             "{} of {}",
             c.text.len(),
             text.len()
+        );
+    }
+
+    #[test]
+    fn the_query_picks_tests_not_system_properties() {
+        let mut text = String::from(
+            "<?xml version=\"1.0\"?>\n<testsuite name=\"calc\" tests=\"40\">\n  <properties>\n",
+        );
+        // One property in 8 holds the query's word: few enough to be a selective term.
+        for i in 0..80 {
+            let dir = if i % 8 == 0 { "workspace" } else { "tools" };
+            text.push_str(&format!(
+                "    <property name=\"prop.{i}\" value=\"c:\\jenkins\\{dir}\\job{i}\"/>\n"
+            ));
+        }
+        text.push_str("  </properties>\n");
+        for i in 0..40 {
+            text.push_str(&format!(
+                "  <testcase name=\"adds{i}\" classname=\"Calc\" time=\"0.1\"/>\n"
+            ));
+        }
+        text.push_str("  <testcase name=\"workspaceRoundTrip\" classname=\"Calc\" time=\"0.1\"/>\n</testsuite>\n");
+        let opts = Options {
+            query: vec!["workspace".into()],
+            ..Options::default()
+        };
+        let c = compress_text(&text, &opts);
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert!(c.text.contains("name=\"workspaceRoundTrip\""), "{}", c.text);
+        assert!(!c.text.contains("prop.40"), "{}", c.text);
+        assert!(
+            pickable("  <testcase name=\"x\"/>")
+                && !pickable("    <property name=\"a\" value=\"b\"/>")
         );
     }
 
