@@ -114,7 +114,7 @@ impl Features {
             } else if line.starts_with("+++ ") || line.starts_with("--- ") {
                 f.minus_plus_headers += 1;
             }
-            if search_prefix(line).is_some() {
+            if search_path(line).is_some() {
                 f.search += 1;
             }
             let content = match strip_line_number(line) {
@@ -165,6 +165,29 @@ pub(crate) fn search_prefix(line: &str) -> Option<&str> {
         i += 1;
     }
     None
+}
+
+/// The path of a search hit: `path:line:` ([`search_prefix`]), or `path:` when the search printed no line numbers
+/// (`grep -r pattern dir`, `grep pattern a.py b.py`). Without a line number the path must look like a file's: no
+/// whitespace, a `/` in it, and an extension on its last part (`sklearn/svm/libsvm.pyx:`), so `key: value` and
+/// `Note: …` lines are not hits, and no second colon after it (`tests/test_a.py::test_b PASSED` is a pytest node).
+pub(crate) fn search_path(line: &str) -> Option<&str> {
+    if let Some(p) = search_prefix(line) {
+        return Some(p);
+    }
+    let colon = line.find(':')?;
+    let path = &line[..colon];
+    let name = &path[path.rfind('/')? + 1..];
+    let ext = &name[name.rfind('.')? + 1..];
+    let plain =
+        |c: char| !c.is_whitespace() && !matches!(c, '"' | '\'' | '{' | '[' | '(' | '<' | '=');
+    (path.chars().all(plain)
+        && !path.starts_with(|c: char| c.is_ascii_digit())
+        && (1..=8).contains(&ext.len())
+        && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+        && !line[colon..].starts_with("://")
+        && !line[colon..].starts_with("::"))
+    .then_some(path)
 }
 
 /// The content after a `cat -n` / `nl` style line number (`   12\t…`, `12: …`, `12| …`).
@@ -334,6 +357,26 @@ mod tests {
         assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
         let events = "{\"Action\":\"run\",\"Test\":\"A\"}\n{\"Action\":\"pass\",\"Test\":\"A\"}\n{\"Action\":\"run\",\"Test\":\"B\"}\n";
         assert_eq!(detect(events), Kind::JsonLines);
+    }
+
+    #[test]
+    fn a_search_path_without_line_numbers_must_look_like_a_file() {
+        assert_eq!(
+            search_path("sklearn/svm/libsvm.pyx:        Type of SVM"),
+            Some("sklearn/svm/libsvm.pyx")
+        );
+        assert_eq!(search_path("./a/b.rs:12:  x"), Some("./a/b.rs"));
+        assert_eq!(search_path("Package: python3"), None);
+        assert_eq!(search_path("Note: see docs/guide.md: section"), None);
+        assert_eq!(search_path("https://example.com/a.html: ok"), None);
+        assert_eq!(search_path("src/module: no extension"), None);
+        assert_eq!(search_path("tests/test_a.py::test_b PASSED  [ 50%]"), None);
+        assert_eq!(
+            search_path("\t/usr/lib/go/src/runtime/panic.go:1038 +0x215"),
+            None
+        );
+        let grep = "sympy/printing/tests/test_repr.py:from sympy import srepr\nsympy/printing/tests/test_repr.py:    assert srepr(x) == 'x'\nsympy/printing/tests/test_str.py:    assert sstr(x) == 'x'\n";
+        assert_eq!(detect(grep), Kind::Search);
     }
 
     #[test]

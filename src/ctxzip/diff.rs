@@ -43,7 +43,8 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     let (roles, hunks, files) = parse(&lines);
     let n = lines.len();
     let mut relevant_left = MAX_RELEVANT;
-    let protected: Vec<bool> = lines
+    // Why a line must stay: a keep-pattern or query hit; or an error or floor line, which is shown once.
+    let (protected, errorish): (Vec<bool>, Vec<bool>) = lines
         .iter()
         .map(|l| {
             let h = ctx.matcher.scan(l.as_bytes());
@@ -51,12 +52,17 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             if relevant {
                 relevant_left -= 1;
             }
-            h.keep || relevant || is_error_line(l) || is_floor_line(l)
+            let errorish = is_error_line(l) || is_floor_line(l);
+            (
+                h.keep || relevant || errorish,
+                errorish && !h.keep && !relevant,
+            )
         })
-        .collect();
+        .unzip();
     let mut keep: Vec<bool> = (0..n)
         .map(|i| roles[i] != Role::Context || protected[i])
         .collect();
+    let mut shown: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for i in 0..n {
         if roles[i] != Role::Context {
             continue;
@@ -64,6 +70,13 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         let near = |j: usize| matches!(roles.get(j), Some(Role::Add | Role::Del));
         if (1..=CONTEXT).any(|d| near(i + d) || (i >= d && near(i - d))) {
             keep[i] = true;
+        } else if errorish[i] && !shown.insert(lines[i]) {
+            // An unchanged line far from any change, kept only for its error word, is already visible above as
+            // the exact line (`raise ValidationError(` in every hunk of a validators diff).
+            keep[i] = false;
+        }
+        if keep[i] {
+            shown.insert(lines[i]);
         }
     }
     // Every `+`/`-` line of a real change stays. What goes behind markers whole: files that are only moved (one
@@ -96,7 +109,9 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     for (h, hk) in hunks.iter().enumerate() {
         if offloaded[h] {
             let body = hk.header + 1..hk.end;
-            keep[body.clone()].copy_from_slice(&protected[body]);
+            for j in body {
+                keep[j] = protected[j] && (!errorish[j] || keep[j] || roles[j] != Role::Context);
+            }
         }
     }
     let mut out = String::with_capacity(text.len() / 2);
@@ -311,6 +326,32 @@ mod tests {
         );
         assert!(!out.contains("ctx 5"));
         assert!(out.contains("18_lines_offloaded>> (context lines trimmed)"));
+    }
+
+    #[test]
+    fn an_unchanged_error_line_far_from_changes_is_shown_once() {
+        let mut d =
+            String::from("diff --git a/v.py b/v.py\nindex 1..2 100644\n--- a/v.py\n+++ b/v.py\n");
+        for h in 0..4 {
+            d.push_str(&format!("@@ -{0},9 +{0},9 @@\n", h * 20 + 1));
+            d.push_str("        except ValidationError:\n");
+            for i in 0..3 {
+                d.push_str(&format!("        step_{h}_{i}()\n"));
+            }
+            d.push_str(&format!("-        old_{h}()\n+        new_{h}()\n"));
+            for i in 3..6 {
+                d.push_str(&format!("        step_{h}_{i}()\n"));
+            }
+        }
+        let out = compress(&d, &ctx(), &mut Tally::default()).unwrap_or_default();
+        assert_eq!(
+            out.matches("        except ValidationError:\n").count(),
+            1,
+            "{out}"
+        );
+        for h in 0..4 {
+            assert!(out.contains(&format!("-        old_{h}()\n+        new_{h}()\n")));
+        }
     }
 
     #[test]

@@ -100,12 +100,24 @@ pub(crate) fn compress_container(
         let row = &text[e.whole.start..e.whole.end];
         if hits.keep || is_error_value(text, e.value) || row.split('\n').any(is_floor_line) {
             marks[i] = Mark::Protect;
-        } else if i < head || i + tail >= n {
-            marks[i] = Mark::Show;
         } else if hits.query != 0 {
             relevant.push((hits.score(), i));
         }
     }
+    // The head and tail rows are samples of what a row looks like. When the rows kept for their errors are at
+    // least as many as the head, they show that already: half the samples do.
+    let protected = marks.iter().filter(|m| **m == Mark::Protect).count();
+    let (head, tail) = if protected >= head && n > head + tail {
+        (head.div_ceil(2), tail.div_ceil(2))
+    } else {
+        (head, tail)
+    };
+    for (i, m) in marks.iter_mut().enumerate() {
+        if *m == Mark::Drop && (i < head || i + tail >= n) {
+            *m = Mark::Show;
+        }
+    }
+    relevant.retain(|&(_, i)| marks[i] == Mark::Drop);
     relevant.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     for &(_, i) in relevant.iter().take(relevant_max) {
         marks[i] = Mark::Show;
@@ -321,6 +333,40 @@ mod tests {
         assert!(arr.len() < 20);
         assert_eq!(find_markers(&out).len(), 1);
         assert!(out.contains("\"total\": 200, \"dropped\": "), "{out}");
+    }
+
+    #[test]
+    fn rows_kept_for_errors_stand_in_for_half_the_samples() {
+        // 12 findings whose description has an error word, among 200 rows: the head shows 5 rows, not 10.
+        let rows: Vec<String> = (0..200)
+            .map(|i| {
+                let what = if i % 16 == 8 {
+                    "mishandles errors"
+                } else {
+                    "reads past a buffer"
+                };
+                format!("{{\"id\": \"CVE-{i}\", \"description\": \"parser {what}\"}}")
+            })
+            .collect();
+        let t = format!("[\n  {}\n]", rows.join(",\n  "));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok());
+        for i in (8..200).step_by(16) {
+            assert!(out.contains(&rows[i]), "row {i}: {out}");
+        }
+        assert!(out.contains(&rows[4]) && !out.contains(&rows[5]), "{out}");
+        assert!(
+            out.contains(&rows[198]) && !out.contains(&rows[196]),
+            "{out}"
+        );
+        // Without error rows the head keeps its 10 samples.
+        let plain: Vec<String> = rows.iter().map(|r| r.replace("errors", "bytes")).collect();
+        let out = run(
+            &format!("[\n  {}\n]", plain.join(",\n  ")),
+            &Options::default(),
+        )
+        .unwrap_or_default();
+        assert!(out.contains(&plain[9]), "{out}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! which is where compilers put the location and the note — plus keep-pattern and query-relevant lines.
 //! Repeated lines collapse and each dropped run becomes a marker with a census (e.g. `Compiling 150`).
 
-use super::lines::{Params, compress_with};
+use super::lines::{Params, Regions, compress_with};
 use super::{Ctx, Tally};
 
 /// For a 5,000-line log with a handful of errors this shows roughly 40–80 lines.
@@ -16,7 +16,9 @@ const LOG: Params = Params {
     after: 6,
     max_context: 300,
     max_relevant: 20,
-    regions: true,
+    regions: Regions::Runs,
+    error_words: true,
+    gather_floor: false,
 };
 
 /// An output that reports a failure: the end of the run is where the verdict is, so more of it stays, and
@@ -28,7 +30,9 @@ const FAILING: Params = Params {
     after: 8,
     max_context: 600,
     max_relevant: 20,
-    regions: true,
+    regions: Regions::Runs,
+    error_words: true,
+    gather_floor: false,
 };
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
@@ -44,7 +48,9 @@ const JSON_LINES: Params = Params {
     after: 2,
     max_context: 200,
     max_relevant: 10,
-    regions: false,
+    regions: Regions::None,
+    error_words: true,
+    gather_floor: false,
 };
 
 pub(crate) fn compress_json_lines(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {

@@ -27,6 +27,7 @@ pub mod report;
 mod search;
 mod summary;
 mod terms;
+mod testxml;
 mod truncate;
 pub mod verbatim;
 
@@ -142,6 +143,8 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     let first = if opts.notes && matches!(detected, Kind::Log | Kind::Lines) {
         kind = Kind::Lines;
         lines::compress_with(body, &ctx, &lines::NOTES, &mut tally)
+    } else if matches!(detected, Kind::Log | Kind::Lines) && testxml::is_report(body) {
+        testxml::compress(body, &ctx, &mut tally)
     } else if failing && matches!(detected, Kind::Log | Kind::Lines | Kind::JsonLines) {
         kind = Kind::Log;
         logs::compress_failing(body, &ctx, &mut tally)

@@ -15,6 +15,11 @@ const MAX_TRACEBACK: usize = 160;
 const TRACEBACK_HEAD: usize = 40;
 /// Stack frames (`at …`) kept under one exception line; `... N more` style tails are short anyway.
 const MAX_FRAMES: usize = 40;
+/// A run of more short pytest entries than this (`path:line: in func` and its one source line, what `--tb=auto`
+/// prints between the test's own frame and the failing one) keeps only its first and last entries.
+const MAX_SHORT_ENTRIES: usize = 5;
+const SHORT_ENTRIES_HEAD: usize = 1;
+const SHORT_ENTRIES_TAIL: usize = 3;
 
 /// Marks the lines of every error region in `lines` as kept.
 pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
@@ -35,6 +40,23 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
             in_pytest_block = line.starts_with("___");
         } else if is_summary(t) {
             keep[i] = true;
+        } else if in_pytest_block && is_short_entry(lines, i) {
+            // The frames between the test and the failure: pluggy, runner and library calls. The first says
+            // what the test called, the last lead to the failing line; the ones between go behind a marker.
+            let mut starts = Vec::new();
+            let mut j = i;
+            while j < n && is_short_entry(lines, j) {
+                starts.push(j);
+                j += 2;
+            }
+            let few = starts.len() <= MAX_SHORT_ENTRIES;
+            for (k, &at) in starts.iter().enumerate() {
+                if few || k < SHORT_ENTRIES_HEAD || k >= starts.len() - SHORT_ENTRIES_TAIL {
+                    keep[at..(at + 2).min(n)].iter_mut().for_each(|k| *k = true);
+                }
+            }
+            i = j;
+            continue;
         } else if in_pytest_block && is_pytest_detail(line) {
             keep[i] = true;
             if line.starts_with('>') && i > 0 {
@@ -128,6 +150,22 @@ fn is_pytest_detail(line: &str) -> bool {
     line.starts_with("E ") || line == "E" || line.starts_with('>') || search_prefix(line).is_some()
 }
 
+/// A short pytest traceback entry at `i`: a `path:line: in func` location followed by one indented source line.
+fn is_short_entry(lines: &[&str], i: usize) -> bool {
+    let line = lines[i].trim_end_matches('\r');
+    let Some(path) = search_prefix(line) else {
+        return false;
+    };
+    let after_path = &line[path.len() + 1..];
+    let in_func = after_path
+        .split_once(':')
+        .is_some_and(|(digits, rest)| !digits.is_empty() && rest.starts_with(" in "));
+    in_func
+        && lines.get(i + 1).is_some_and(|next| {
+            next.starts_with("    ") && search_prefix(next.trim_start()).is_none()
+        })
+}
+
 /// A JVM, JS or .NET stack frame.
 fn is_frame(t: &str) -> bool {
     (t.starts_with("at ") && (t.contains('(') || t.contains(':')))
@@ -182,6 +220,40 @@ mod tests {
             assert!(k.iter().any(|l| l == want), "{want} not kept: {k:?}");
         }
         assert!(!k.iter().any(|l| l == "    def test_parse():"));
+    }
+
+    #[test]
+    fn a_long_run_of_short_pytest_entries_keeps_its_first_and_last() {
+        let mut text = String::from(
+            "_______ test_draw _______\n\n>       fig.canvas.draw()\n\ntests/test_image.py:12: \n_ _ _ _ _ _ _ _\n",
+        );
+        for f in 0..12 {
+            text.push_str(&format!(
+                "lib/mod{f}.py:{f}0: in draw_{f}\n    return step_{f}(renderer)\n"
+            ));
+        }
+        text.push_str("_ _ _ _ _ _ _ _\n\n    def last():\n>       raise ValueError('x')\nE       ValueError: x\n\nlib/last.py:3: ValueError\n");
+        let k = kept(&text);
+        for want in [
+            "lib/mod0.py:00: in draw_0",
+            "    return step_0(renderer)",
+            "lib/mod9.py:90: in draw_9",
+            "lib/mod11.py:110: in draw_11",
+            "    return step_11(renderer)",
+            ">       raise ValueError('x')",
+            "E       ValueError: x",
+            "lib/last.py:3: ValueError",
+        ] {
+            assert!(k.iter().any(|l| l == want), "{want} not kept: {k:?}");
+        }
+        assert!(!k.iter().any(|l| l.starts_with("lib/mod5.py")), "{k:?}");
+        assert!(!k.iter().any(|l| l == "    return step_5(renderer)"));
+        // A short run stays whole.
+        let few: String = (0..3)
+            .map(|f| format!("lib/m{f}.py:{f}: in f{f}\n    g{f}()\n"))
+            .collect();
+        let k = kept(&format!("_______ test_x _______\n{few}"));
+        assert_eq!(k.len(), 7, "{k:?}");
     }
 
     #[test]

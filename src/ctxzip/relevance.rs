@@ -206,6 +206,28 @@ impl Hits {
     }
 }
 
+/// A query term matching more lines than this may still be selective; above it, see [`selective_terms`].
+const MIN_COMMON_HITS: usize = 8;
+
+/// The query terms (as a mask over [`Hits::query`]) that pick lines out of a text of `total` lines, given each
+/// matching line's bits. A term found on more than an eighth of the lines (and more than a few) marks the text,
+/// not a line: the searched word on every line of a grep answer, `pytest` in every frame of a pytest run,
+/// `tests` in every test path. A line the query picks only for such terms is an arbitrary one, so it is not
+/// kept for the query; lines picked for a term that singles lines out still are.
+pub(crate) fn selective_terms(bits: impl Iterator<Item = u32>, total: usize) -> u32 {
+    let mut counts = [0usize; 32];
+    for b in bits {
+        let mut rest = b;
+        while rest != 0 {
+            counts[rest.trailing_zeros() as usize] += 1;
+            rest &= rest - 1;
+        }
+    }
+    (0..32)
+        .filter(|&t| counts[t] <= MIN_COMMON_HITS || counts[t] * 8 <= total)
+        .fold(0u32, |m, t| m | (1 << t))
+}
+
 #[derive(Clone, Debug)]
 struct Pattern {
     lower: Vec<u8>,
@@ -381,6 +403,18 @@ mod tests {
         let long = format!("error {}", "x".repeat(MAX_ERROR_LINE_BYTES));
         assert!(!is_error_line(&long));
         assert_eq!(find_error_word(long.as_bytes(), 0), Some((0, 5)));
+    }
+
+    #[test]
+    fn a_term_on_most_lines_is_not_selective() {
+        // Term 0 on 40 of 100 lines, term 1 on 3, term 2 on 9 of 100 (under an eighth).
+        let bits = (0..40)
+            .map(|_| 0b001)
+            .chain((0..3).map(|_| 0b010))
+            .chain((0..9).map(|_| 0b100));
+        assert_eq!(selective_terms(bits, 100), !0b001);
+        // A few hits are selective however short the text.
+        assert_eq!(selective_terms((0..5).map(|_| 1), 6) & 1, 1);
     }
 
     #[test]

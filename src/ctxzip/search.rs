@@ -1,4 +1,4 @@
-//! Search results (`grep -rn`, ripgrep): `path:line:content`.
+//! Search results (`grep -rn`, ripgrep): `path:line:content`, or `path:content` from a search without line numbers.
 //!
 //! In the request path a search answer keeps, per file, a couple of matches (error, keep-pattern and
 //! query-relevant ones first, verbatim) and a count of the rest; it shows the first files, the last ones and
@@ -7,7 +7,7 @@
 
 use rustc_hash::FxHashMap as FastMap;
 
-use super::detect::search_prefix;
+use super::detect::search_path;
 use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 use super::truncate::{LONG_LINE, shorten};
 use super::{Ctx, Tally, Unit};
@@ -45,7 +45,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         let hits = ctx.matcher.scan(line.as_bytes());
         protected[i] = hits.keep || is_error_line(line) || is_floor_line(line);
         score[i] = hits.score();
-        let Some(path) = search_prefix(line) else {
+        let Some(path) = search_path(line) else {
             other.push(i);
             continue;
         };
