@@ -312,6 +312,24 @@ async fn savings_are_counted_per_compression_and_per_wire_use() {
     proxy.stop().await;
 }
 
+/// The expiry of a tenant's original as the store holds it.
+async fn original_expiry(proxy: &Proxy, tenant: &ctxgate::proxy::auth::Tenant, hash: &str) -> u64 {
+    proxy
+        .state
+        .store
+        .get(
+            ctxgate::store::Namespace::Originals,
+            tenant.as_str(),
+            hash,
+            0,
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .expires_at
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_marker_still_carried_keeps_its_original_alive() {
     let mock = start_mock().await;
@@ -324,22 +342,7 @@ async fn a_marker_still_carried_keeps_its_original_alive() {
     let items = transcript(1);
     let hash = ctxgate::ctxzip::hash_of(&corpus(OUTPUTS[0]));
     let tenant = ctxgate::proxy::auth::Tenant::from_credential(b"Bearer sk-ttl");
-    let expiry = || async {
-        proxy
-            .state
-            .store
-            .get(
-                ctxgate::store::Namespace::Originals,
-                tenant.as_str(),
-                &hash,
-                0,
-            )
-            .await
-            .unwrap()
-            .unwrap()
-            .expires_at
-            .unwrap()
-    };
+    let expiry = || original_expiry(&proxy, &tenant, &hash);
     // The original is written at some second between these two readings of the proxy's clock (a loaded machine may
     // take more than a second over the request).
     let before = proxy.state.clock.unix_now();
@@ -378,22 +381,7 @@ async fn an_expansion_keeps_its_original_alive_without_rewriting_it_each_time() 
     let items = transcript(1);
     let hash = ctxgate::ctxzip::hash_of(&corpus(OUTPUTS[0]));
     let tenant = ctxgate::proxy::auth::Tenant::from_credential(b"Bearer sk-exp");
-    let expiry = || async {
-        proxy
-            .state
-            .store
-            .get(
-                ctxgate::store::Namespace::Originals,
-                tenant.as_str(),
-                &hash,
-                0,
-            )
-            .await
-            .unwrap()
-            .unwrap()
-            .expires_at
-            .unwrap()
-    };
+    let expiry = || original_expiry(&proxy, &tenant, &hash);
     let expand = || async {
         let answer = reqwest::Client::new()
             .get(format!("{}/v1/ctxzip/{hash}?limit=5", proxy.url))
