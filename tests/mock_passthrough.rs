@@ -250,3 +250,45 @@ async fn every_request_is_recorded_and_inspectable_over_http() {
     assert!(h.state.received().is_empty());
     h.state.clear();
 }
+
+/// A load benchmark's mock keeps only its last requests: memory stays flat, and what a benchmark reads right after a
+/// request (the seed turn's marker) is still there.
+#[tokio::test]
+async fn the_recording_can_keep_only_the_last_requests() {
+    let m = mock::start(MockConfig {
+        record_last: Some(2),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = reqwest::Client::new();
+    for n in 0..5 {
+        let answer = client
+            .post(format!("{}/v1/mock/echo", m.url()))
+            .body(format!("request {n}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.bytes().await.unwrap(), format!("request {n}"));
+    }
+    let bodies: Vec<Bytes> = m.state.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies,
+        vec![Bytes::from("request 3"), Bytes::from("request 4")],
+        "the last two, oldest first"
+    );
+    // The default keeps every request.
+    let all = start().await;
+    for n in 0..5 {
+        let _ = client
+            .post(format!("{}/v1/mock/echo", all.url()))
+            .body(format!("request {n}"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+    }
+    assert_eq!(all.state.received().len(), 5);
+}

@@ -417,6 +417,7 @@ async fn latency_and_chunk_delay_slow_the_answer_down() {
         latency: Duration::from_millis(150),
         chunk_delay: Duration::from_millis(20),
         compact_status: None,
+        record_last: None,
     };
     let h = mock::start(cfg).await.unwrap();
     let started = Instant::now();

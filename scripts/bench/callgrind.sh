@@ -25,7 +25,12 @@ s=[socket.socket() for _ in range(2)]
 ports=[x.getsockname()[1] for x in s]
 [x.close() for x in s]
 print(*ports, flush=True)')
-RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 >"$TMP/mock.log" 2>&1 &
+# The mock keeps only its last requests when it can (an older build records everything).
+MOCK_RECORD=()
+MOCK_HELP=$("$BIN/ctxgate-mock" --help 2>/dev/null || true)
+[[ $MOCK_HELP != *--record-last* ]] || MOCK_RECORD=(--record-last 16)
+RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 \
+  ${MOCK_RECORD[@]+"${MOCK_RECORD[@]}"} >"$TMP/mock.log" 2>&1 &
 MOCK=$!
 if [[ -n ${CG_STORE:-} ]]; then
   cp "$CG_STORE" "$TMP/store.redb" || { echo "CG_STORE: cannot copy $CG_STORE" >&2; exit 1; }

@@ -30,6 +30,10 @@ struct Args {
     /// Make `/v1/responses/compact` answer this HTTP status.
     #[arg(long, env = "CTXGATE_MOCK_COMPACT_STATUS", value_parser = clap::value_parser!(u16).range(200..=599))]
     compact_status: Option<u16>,
+    /// Record only the last N requests (default: every request until `DELETE /__mock/requests`); load benchmarks
+    /// keep the mock's memory and copying flat with a small N.
+    #[arg(long, env = "CTXGATE_MOCK_RECORD_LAST")]
+    record_last: Option<usize>,
 }
 
 #[tokio::main]
@@ -47,6 +51,7 @@ async fn main() -> ExitCode {
         latency: Duration::from_millis(args.latency_ms),
         chunk_delay: Duration::from_millis(args.chunk_delay_ms),
         compact_status: args.compact_status,
+        record_last: args.record_last,
     };
     let listener = match tokio::net::TcpListener::bind(&args.listen).await {
         Ok(l) => l,

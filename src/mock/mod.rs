@@ -46,6 +46,8 @@ pub struct MockConfig {
     /// When set, `/v1/responses/compact` answers this status with an error body,
     /// emulating upstreams that lack the compaction endpoint.
     pub compact_status: Option<u16>,
+    /// Record only the last this many requests (`None`: every request until `DELETE /__mock/requests`).
+    pub record_last: Option<usize>,
 }
 
 /// A mock started by [`start`]; the server runs until the tokio runtime ends.
@@ -72,7 +74,7 @@ impl MockHandle {
 pub async fn start(cfg: MockConfig) -> std::io::Result<MockHandle> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
-    let state = MockState::default();
+    let state = MockState::keeping_last(cfg.record_last);
     let app = router(cfg, state.clone());
     tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
@@ -87,7 +89,8 @@ pub async fn start(cfg: MockConfig) -> std::io::Result<MockHandle> {
 pub async fn serve(listener: tokio::net::TcpListener, cfg: MockConfig) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!("ctxgate-mock listening on http://{addr}");
-    let app = router(cfg, MockState::default());
+    let state = MockState::keeping_last(cfg.record_last);
+    let app = router(cfg, state);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app)
         .with_graceful_shutdown(async move {

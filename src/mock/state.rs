@@ -61,6 +61,8 @@ struct Entry {
 #[derive(Debug, Default)]
 struct Inner {
     entries: Mutex<Vec<Entry>>,
+    /// Only the last this many requests are kept (`None`: all of them until cleared).
+    keep_last: Option<usize>,
     next_id: AtomicU64,
     cancelled: AtomicU64,
     completed: AtomicU64,
@@ -73,6 +75,18 @@ pub struct MockState {
 }
 
 impl MockState {
+    /// A recording that keeps only the last `keep_last` requests (all of them when `None`): a load benchmark sends
+    /// hundreds of thousands, and keeping each one's body made the mock grow by gigabytes and spend the CPU it
+    /// shares with what is measured on copying them.
+    pub fn keeping_last(keep_last: Option<usize>) -> MockState {
+        MockState {
+            inner: Arc::new(Inner {
+                keep_last,
+                ..Inner::default()
+            }),
+        }
+    }
+
     /// Every recorded request, oldest first.
     pub fn received(&self) -> Vec<Recorded> {
         self.entries()
@@ -133,11 +147,16 @@ impl MockState {
             body: Bytes::new(),
             body_len: 0,
         };
-        self.entries().push(Entry {
+        let mut entries = self.entries();
+        entries.push(Entry {
             id,
             rec,
             body: BytesMut::new(),
         });
+        if let Some(keep) = self.inner.keep_last {
+            let excess = entries.len().saturating_sub(keep);
+            entries.drain(..excess);
+        }
         id
     }
 

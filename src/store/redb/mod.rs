@@ -79,32 +79,6 @@ impl RedbStore {
             .map_err(|e| StoreError::Io(format!("store task failed: {e}")))?
     }
 
-    /// Every live record of a namespace across tenants, as `(tenant, key, record)`: for the offline commands, which
-    /// read the file as an operator (the proxy itself never crosses tenants).
-    pub async fn scan_all(
-        &self,
-        ns: Namespace,
-        now: u64,
-    ) -> Result<Vec<(String, String, Record)>, StoreError> {
-        self.run(move |db| {
-            let tx = db.begin_read().map_err(io)?;
-            let t = tx.open_table(table(ns)).map_err(io)?;
-            let mut out = Vec::new();
-            for entry in t.iter().map_err(io)? {
-                let (k, v) = entry.map_err(io)?;
-                let Ok(r) = decode(v.value()) else { continue };
-                if r.is_expired(now) {
-                    continue;
-                }
-                if let Some((tenant, key)) = k.value().split_once(KEY_SEPARATOR) {
-                    out.push((tenant.to_string(), key.to_string(), r));
-                }
-            }
-            Ok(out)
-        })
-        .await
-    }
-
     /// Number of records in a namespace, expired ones included (for tests and stats).
     pub async fn len(&self, ns: Namespace) -> Result<u64, StoreError> {
         self.run(move |db| {
