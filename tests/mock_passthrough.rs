@@ -261,6 +261,21 @@ async fn the_recording_can_keep_only_the_last_requests() {
     })
     .await
     .unwrap();
+    echo_five(&m).await;
+    let bodies: Vec<Bytes> = m.state.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies,
+        vec![Bytes::from("request 3"), Bytes::from("request 4")],
+        "the last two, oldest first"
+    );
+    // The default keeps every request.
+    let all = start().await;
+    echo_five(&all).await;
+    assert_eq!(all.state.received().len(), 5);
+}
+
+/// Five echo requests, `request 0` … `request 4`, each answered with its own body.
+async fn echo_five(m: &MockHandle) {
     let client = reqwest::Client::new();
     for n in 0..5 {
         let answer = client
@@ -271,24 +286,4 @@ async fn the_recording_can_keep_only_the_last_requests() {
             .unwrap();
         assert_eq!(answer.bytes().await.unwrap(), format!("request {n}"));
     }
-    let bodies: Vec<Bytes> = m.state.received().into_iter().map(|r| r.body).collect();
-    assert_eq!(
-        bodies,
-        vec![Bytes::from("request 3"), Bytes::from("request 4")],
-        "the last two, oldest first"
-    );
-    // The default keeps every request.
-    let all = start().await;
-    for n in 0..5 {
-        let _ = client
-            .post(format!("{}/v1/mock/echo", all.url()))
-            .body(format!("request {n}"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-    }
-    assert_eq!(all.state.received().len(), 5);
 }

@@ -349,7 +349,7 @@ pub(crate) fn is_redraw(text: &str) -> bool {
     let b = text.as_bytes();
     let mut found = 0;
     let mut from = 0;
-    while let Some(at) = memchr_esc(&b[from..]) {
+    while let Some(at) = memchr::memchr(0x1b, &b[from..]) {
         let i = from + at;
         let digits = b[i + 1..]
             .iter()
@@ -365,10 +365,6 @@ pub(crate) fn is_redraw(text: &str) -> bool {
         from = i + 1;
     }
     false
-}
-
-fn memchr_esc(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == 0x1b)
 }
 
 /// Whether `line` shows nothing on a terminal: whitespace and ANSI escape sequences only (`ESC[0K`,
