@@ -75,13 +75,17 @@ impl App {
             Some(redis) => redis.describe(),
             None => cfg.store_path.display().to_string(),
         };
+        // An HTTP proxy from the environment is named, never its address (it may carry a password).
+        let proxied = self.state.upstream.is_proxied();
         tracing::info!(
             listen = %addr,
             upstream = %cfg.upstream.url,
+            upstream_proxy = proxied,
             store = %store,
             credential = if self.state.credentials.is_proxy_held() { "proxy-held" } else { "forwarded" },
-            "ctxgate listening on http://{addr}, upstream {}, store {store}",
+            "ctxgate listening on http://{addr}, upstream {}{}, store {store}",
             cfg.upstream.url,
+            if proxied { " through the HTTP proxy the environment names" } else { "" },
         );
         Ok(())
     }

@@ -64,7 +64,7 @@ pub struct Outbound<'a> {
     pub method: Method,
     pub path_and_query: &'a str,
     pub client_headers: &'a HeaderMap,
-    pub body: reqwest::Body,
+    pub body: upstream::SendBody,
     /// Set when ctxgate built the body (so the client's `Content-Length` no longer applies).
     pub body_len: Option<usize>,
 }

@@ -18,6 +18,7 @@ use futures_util::StreamExt;
 
 use super::auth::Caller;
 use super::error::ProxyError;
+use super::upstream::SendBody;
 use super::{Outbound, UpstreamWait, forward, path_and_query, relay, route_label};
 use crate::state::AppState;
 
@@ -44,9 +45,9 @@ pub async fn handle(
     let chunked = parts.headers.contains_key(header::TRANSFER_ENCODING);
     let exceeded = Arc::new(AtomicBool::new(false));
     let upstream_body = if declared.is_none() && !chunked {
-        reqwest::Body::from(bytes::Bytes::new())
+        SendBody::empty()
     } else {
-        reqwest::Body::wrap_stream(limited(body, limit, exceeded.clone()))
+        SendBody::stream(limited(body, limit, exceeded.clone()))
     };
     let outbound = Outbound {
         method,

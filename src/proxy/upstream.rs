@@ -4,15 +4,27 @@
 //! response-header timeouts, and hands back the response with a body stream guarded by an idle timeout — a
 //! stream may run for as long as the model writes, but a silent upstream is cut. Redirects are not followed and
 //! bodies are not decompressed: the client gets what the upstream sent.
+//!
+//! Requests go out on hyper's pooled client directly: a general-purpose client (URL parsing on every request,
+//! a redirect layer, default headers) cost about as many instructions per turn as everything else ctxgate does
+//! to a 10 KB turn. When the environment names an HTTP proxy for the upstream (`HTTPS_PROXY`, `HTTP_PROXY`,
+//! `ALL_PROXY`, less `NO_PROXY`), requests go through reqwest instead, which speaks to proxies; the proxy is
+//! chosen once, at start.
 
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
 use bytes::Bytes;
 use std::future::Future;
 
 use futures_util::{Stream, StreamExt};
+use http_body::{Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::error::ProxyError;
 use crate::config::UpstreamConfig;
@@ -22,6 +34,9 @@ pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, std::io::Error>> +
 
 /// Largest answer ctxgate reads into memory for a call of its own.
 const MAX_OWN_CALL_BODY: usize = 64 * 1024 * 1024;
+
+/// How long an unused pooled connection is kept.
+const POOL_IDLE: Duration = Duration::from_secs(90);
 
 thread_local! {
     /// Which server worker (one current-thread runtime per core) this thread runs; 0 outside workers.
@@ -34,39 +49,135 @@ pub fn set_worker(index: usize) {
     WORKER.with(|w| w.set(index));
 }
 
+type DirectClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, SendBody>;
+
+/// The connection pools, one per server worker: hyper's own, or reqwest's when a proxy is configured.
+#[derive(Clone)]
+enum Pools {
+    Direct(std::sync::Arc<[DirectClient]>),
+    Proxied(std::sync::Arc<[reqwest::Client]>),
+}
+
 #[derive(Clone)]
 pub struct Upstream {
-    /// One client (connection pool) per server worker, indexed by [`set_worker`]'s index.
-    clients: std::sync::Arc<[reqwest::Client]>,
+    pools: Pools,
     base: reqwest::Url,
+    /// The base URL without its trailing slash, to which a request's path after `/v1` is appended.
+    prefix: String,
     read_timeout: Duration,
+    connect_timeout: Duration,
     idle_timeout: Duration,
+}
+
+/// The body of a request sent upstream: bytes ctxgate holds (a turn's body, its own calls), or the client's body
+/// streamed through (pass-through routes).
+pub enum SendBody {
+    Full(Option<Bytes>),
+    Stream(BodyStream),
+}
+
+impl SendBody {
+    pub fn full(bytes: Bytes) -> SendBody {
+        SendBody::Full(Some(bytes))
+    }
+
+    pub fn empty() -> SendBody {
+        SendBody::Full(None)
+    }
+
+    pub fn stream(
+        stream: impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    ) -> SendBody {
+        SendBody::Stream(Box::pin(stream))
+    }
+
+    fn into_reqwest(self) -> reqwest::Body {
+        match self {
+            SendBody::Full(bytes) => reqwest::Body::from(bytes.unwrap_or_default()),
+            SendBody::Stream(stream) => reqwest::Body::wrap_stream(stream),
+        }
+    }
+}
+
+impl http_body::Body for SendBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        match self.get_mut() {
+            SendBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            SendBody::Stream(stream) => stream
+                .as_mut()
+                .poll_next(cx)
+                .map(|chunk| chunk.map(|c| c.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, SendBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            SendBody::Full(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            SendBody::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// The body of the upstream's answer, from whichever client sent the request.
+pub enum RecvBody {
+    Direct(hyper::body::Incoming),
+    Proxied(reqwest::Body),
 }
 
 /// What came back from the upstream, and how long it took to start answering.
 pub struct UpstreamResponse {
-    pub response: reqwest::Response,
+    pub response: axum::http::Response<RecvBody>,
     pub waited: Duration,
 }
 
 impl Upstream {
     pub fn new(cfg: &UpstreamConfig) -> Result<Upstream, ProxyError> {
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let clients = (0..workers)
-            .map(|_| {
-                reqwest::Client::builder()
-                    .connect_timeout(cfg.connect_timeout)
-                    .redirect(reqwest::redirect::Policy::none())
-                    .pool_idle_timeout(Duration::from_secs(90))
-                    .tcp_nodelay(true)
-                    .build()
-                    .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let base_uri: Uri = cfg
+            .url
+            .as_str()
+            .parse()
+            .map_err(|e| ProxyError::Misconfigured(format!("upstream url: {e}")))?;
+        let proxied = hyper_util::client::proxy::matcher::Matcher::from_system()
+            .intercept(&base_uri)
+            .is_some();
+        let pools = if proxied {
+            let clients = (0..workers)
+                .map(|_| {
+                    reqwest::Client::builder()
+                        .connect_timeout(cfg.connect_timeout)
+                        .redirect(reqwest::redirect::Policy::none())
+                        .pool_idle_timeout(POOL_IDLE)
+                        .tcp_nodelay(true)
+                        .build()
+                        .map_err(|e| ProxyError::Misconfigured(format!("upstream client: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Pools::Proxied(clients.into())
+        } else {
+            let clients = (0..workers)
+                .map(|_| direct_client(cfg.connect_timeout))
+                .collect::<Result<Vec<_>, _>>()?;
+            Pools::Direct(clients.into())
+        };
         Ok(Upstream {
-            clients: clients.into(),
+            pools,
+            prefix: cfg.url.as_str().trim_end_matches('/').to_string(),
             base: cfg.url.clone(),
             read_timeout: cfg.read_timeout,
+            connect_timeout: cfg.connect_timeout,
             idle_timeout: cfg.stream_idle_timeout,
         })
     }
@@ -75,10 +186,18 @@ impl Upstream {
         &self.base
     }
 
+    /// Whether requests go through an HTTP proxy named by the environment.
+    pub fn is_proxied(&self) -> bool {
+        matches!(self.pools, Pools::Proxied(_))
+    }
+
     /// `/v1/responses?x=1` → `{base}/responses?x=1`.
     pub fn url_for(&self, path_and_query: &str) -> String {
         let rest = path_and_query.strip_prefix("/v1").unwrap_or(path_and_query);
-        format!("{}{}", self.base.as_str().trim_end_matches('/'), rest)
+        let mut url = String::with_capacity(self.prefix.len() + rest.len());
+        url.push_str(&self.prefix);
+        url.push_str(rest);
+        url
     }
 
     /// Sends one request and waits (at most the read timeout) for the response headers.
@@ -87,26 +206,48 @@ impl Upstream {
         method: Method,
         path_and_query: &str,
         headers: HeaderMap,
-        body: reqwest::Body,
+        body: SendBody,
     ) -> Result<UpstreamResponse, SendError> {
         let index = WORKER.with(std::cell::Cell::get);
-        let client = self
-            .clients
-            .get(index % self.clients.len().max(1))
-            .ok_or_else(|| SendError::Other("no upstream client".into()))?;
-        let request = client
-            .request(method, self.url_for(path_and_query))
-            .headers(headers)
-            .body(body);
+        let url = self.url_for(path_and_query);
         let started = Instant::now();
-        match tokio::time::timeout(self.read_timeout, request.send()).await {
-            Err(_) => Err(SendError::Timeout(self.read_timeout)),
-            Ok(Err(e)) => Err(SendError::from_reqwest(e, self.read_timeout)),
-            Ok(Ok(response)) => Ok(UpstreamResponse {
-                response,
-                waited: started.elapsed(),
-            }),
-        }
+        let answer = match &self.pools {
+            Pools::Direct(clients) => {
+                let client = pick(clients, index)?;
+                let uri = Uri::try_from(url)
+                    .map_err(|e| SendError::Other(format!("upstream url: {e}")))?;
+                let mut request = axum::http::Request::new(body);
+                *request.method_mut() = method;
+                *request.uri_mut() = uri;
+                *request.headers_mut() = headers;
+                match tokio::time::timeout(self.read_timeout, client.request(request)).await {
+                    Err(_) => return Err(SendError::Timeout(self.read_timeout)),
+                    Ok(Err(e)) => return Err(self.classify(&e)),
+                    Ok(Ok(response)) => response.map(RecvBody::Direct),
+                }
+            }
+            Pools::Proxied(clients) => {
+                let client = pick(clients, index)?;
+                let request = client
+                    .request(method, url)
+                    .headers(headers)
+                    .body(body.into_reqwest());
+                match tokio::time::timeout(self.read_timeout, request.send()).await {
+                    Err(_) => return Err(SendError::Timeout(self.read_timeout)),
+                    Ok(Err(e)) if e.is_timeout() => {
+                        return Err(SendError::Timeout(self.read_timeout));
+                    }
+                    Ok(Err(e)) => return Err(self.classify(&e)),
+                    Ok(Ok(response)) => {
+                        axum::http::Response::<reqwest::Body>::from(response).map(RecvBody::Proxied)
+                    }
+                }
+            }
+        };
+        Ok(UpstreamResponse {
+            response: answer,
+            waited: started.elapsed(),
+        })
     }
 
     /// Sends a JSON body the proxy built itself (fold and expand calls) with the given identity headers, and
@@ -123,7 +264,7 @@ impl Upstream {
             HeaderValue::from_static("application/json"),
         );
         let answer = self
-            .send(Method::POST, path, headers, reqwest::Body::from(body))
+            .send(Method::POST, path, headers, SendBody::full(body))
             .await?;
         let status = answer.response.status().as_u16();
         let mut stream = self.relay(answer.response);
@@ -140,9 +281,74 @@ impl Upstream {
 
     /// The response body as a stream that ends with an error when the upstream stays silent longer than the idle
     /// timeout or breaks off: the client then sees a truncated body, never an invented ending.
-    pub fn relay(&self, response: reqwest::Response) -> BodyStream {
-        idle_guarded(response.bytes_stream(), self.idle_timeout)
+    pub fn relay(&self, response: axum::http::Response<RecvBody>) -> BodyStream {
+        match response.into_body() {
+            RecvBody::Direct(body) => idle_guarded(body.into_data_stream(), self.idle_timeout),
+            RecvBody::Proxied(body) => idle_guarded(body.into_data_stream(), self.idle_timeout),
+        }
     }
+
+    /// What a failed send was: a timeout (connecting, or a read the client library timed), a refused or failed
+    /// connection, a request body that failed, or something else — by the libraries' error kinds in the source
+    /// chain, never by message text.
+    fn classify(&self, e: &(dyn std::error::Error + 'static)) -> SendError {
+        let text = error_chain(e);
+        let mut connect = false;
+        let mut body = false;
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(s) = source {
+            if let Some(io) = s.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::TimedOut {
+                    return SendError::Timeout(self.connect_timeout);
+                }
+            }
+            if let Some(c) = s.downcast_ref::<hyper_util::client::legacy::Error>() {
+                connect |= c.is_connect();
+            }
+            if let Some(r) = s.downcast_ref::<reqwest::Error>() {
+                connect |= r.is_connect();
+                body |= r.is_body();
+            }
+            if let Some(h) = s.downcast_ref::<hyper::Error>() {
+                body |= h.is_user() || h.is_body_write_aborted();
+            }
+            source = s.source();
+        }
+        if connect {
+            SendError::Connect(text)
+        } else if body {
+            SendError::Body(text)
+        } else {
+            SendError::Other(text)
+        }
+    }
+}
+
+/// Worker `index`'s pool.
+fn pick<T>(pools: &[T], index: usize) -> Result<&T, SendError> {
+    pools
+        .get(index % pools.len().max(1))
+        .ok_or_else(|| SendError::Other("no upstream client".into()))
+}
+
+/// hyper's pooled client over TCP (no Nagle delay) or TLS with the Mozilla roots, HTTP/2 when the server offers
+/// it by ALPN, HTTP/1.1 otherwise.
+fn direct_client(connect_timeout: Duration) -> Result<DirectClient, ProxyError> {
+    let mut http = HttpConnector::new();
+    http.set_connect_timeout(Some(connect_timeout));
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+        .map_err(|e| ProxyError::Misconfigured(format!("upstream TLS: {e}")))?
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(POOL_IDLE)
+        .pool_timer(TokioTimer::new())
+        .build(https))
 }
 
 /// Largest run of already-arrived chunks joined into one write to the client.
@@ -334,19 +540,6 @@ pub enum SendError {
 }
 
 impl SendError {
-    fn from_reqwest(e: reqwest::Error, read_timeout: Duration) -> SendError {
-        let text = error_chain(&e);
-        if e.is_timeout() {
-            SendError::Timeout(read_timeout)
-        } else if e.is_connect() {
-            SendError::Connect(text)
-        } else if body_failed(&e) {
-            SendError::Body(text)
-        } else {
-            SendError::Other(text)
-        }
-    }
-
     /// Low-cardinality label for the upstream error counter.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -367,25 +560,7 @@ impl SendError {
     }
 }
 
-/// Whether sending failed on the request body: by the client library's own error kinds (reqwest's body kind, or
-/// the HTTP library's user-body and aborted-body-write kinds in its source chain), never by the message text.
-fn body_failed(e: &reqwest::Error) -> bool {
-    if e.is_body() {
-        return true;
-    }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            if h.is_user() || h.is_body_write_aborted() {
-                return true;
-            }
-        }
-        source = s.source();
-    }
-    false
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

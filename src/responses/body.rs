@@ -36,8 +36,8 @@ pub struct Item {
     parsed: OnceLock<Option<Value>>,
     /// A rewritten item's JSON, written once: the stages measure an item (the fold's estimate, the compress
     /// stage's shares) and the body is written from it, and a 1 MB transcript's compressed items were serialized
-    /// again for each.
-    encoded: OnceLock<Vec<u8>>,
+    /// again for each. Shared bytes, so a form remembered across turns is not written again on each.
+    encoded: OnceLock<Bytes>,
     key: OnceLock<u128>,
 }
 
@@ -60,19 +60,32 @@ impl Item {
         }
     }
 
+    /// An item a stage rewrote earlier and kept as JSON: sent as these bytes, parsed only if a stage asks for
+    /// its value.
+    pub fn rewritten_encoded(encoded: Bytes) -> Item {
+        Item {
+            raw: None,
+            parsed: OnceLock::new(),
+            encoded: OnceLock::from(encoded),
+            key: OnceLock::new(),
+        }
+    }
+
     /// Whether the item will be sent as the client's bytes.
     pub fn is_raw(&self) -> bool {
         self.raw.is_some()
     }
 
-    /// The item as a JSON value; `None` only for a raw slice that does not parse (it always does, since the body
-    /// parsed).
+    /// The item as a JSON value; `None` only for bytes that do not parse (the client's always do, since the body
+    /// parsed, and so do the stages' own).
     pub fn value(&self) -> Option<&Value> {
         self.parsed
             .get_or_init(|| {
-                self.raw
-                    .as_ref()
-                    .and_then(|raw| serde_json::from_slice(raw).ok())
+                let bytes = self
+                    .raw
+                    .as_deref()
+                    .or_else(|| self.encoded.get().map(|b| &b[..]));
+                bytes.and_then(|b| serde_json::from_slice(b).ok())
             })
             .as_ref()
     }
@@ -95,7 +108,7 @@ impl Item {
                     Some(v) => write_value(&mut out, v),
                     None => out.extend_from_slice(b"null"),
                 }
-                out
+                Bytes::from(out)
             }),
         }
     }
@@ -388,10 +401,7 @@ impl RequestBody {
     pub fn input_any(&self, has: impl Fn(&[u8]) -> bool) -> bool {
         match &self.input {
             Some(Input::Text(t)) => has(t.as_bytes()),
-            Some(Input::Items(items)) => items.iter().any(|i| match i.raw_bytes() {
-                Some(raw) => has(raw),
-                None => i.value().is_some_and(|v| has(v.to_string().as_bytes())),
-            }),
+            Some(Input::Items(items)) => items.iter().any(|i| has(i.sent_bytes())),
             None => false,
         }
     }
@@ -413,6 +423,19 @@ impl RequestBody {
         match &mut self.input {
             Some(Input::Items(items)) if index < items.len() => {
                 items[index] = Item::rewritten(value);
+                self.changed = true;
+                self.input_changed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Replaces one input item with JSON a stage wrote before (see [`Item::rewritten_encoded`]).
+    pub fn replace_item_encoded(&mut self, index: usize, encoded: Bytes) -> bool {
+        match &mut self.input {
+            Some(Input::Items(items)) if index < items.len() => {
+                items[index] = Item::rewritten_encoded(encoded);
                 self.changed = true;
                 self.input_changed = true;
                 true

@@ -194,3 +194,26 @@ fn a_rewritten_item_is_measured_keyed_and_sent_as_the_same_bytes() {
     assert!(at.is_some(), "{}", String::from_utf8_lossy(&out));
     assert_eq!(item.json_len(), expected.len(), "measured again, unchanged");
 }
+
+#[test]
+fn a_form_kept_as_json_is_sent_as_those_bytes_and_parsed_only_when_asked() {
+    let mut b = RequestBody::parse(Bytes::from_static(BODY.as_bytes())).unwrap();
+    let value = json!({"type":"function_call_output","call_id":"c1","output":"<<ctxzip:0123456789ab 3_lines>>"});
+    let encoded = Bytes::from(serde_json::to_vec(&value).unwrap());
+    assert!(b.replace_item_encoded(2, encoded.clone()));
+    assert!(!b.replace_item_encoded(99, encoded.clone()), "no such item");
+    let item = &b.items().unwrap()[2];
+    assert!(!item.is_raw());
+    assert_eq!(item.json_len(), encoded.len());
+    assert_eq!(item.content_key(), xxhash_rust::xxh3::xxh3_128(&encoded));
+    assert!(b.input_contains(b"<<ctxzip:0123456789ab"));
+    assert_eq!(item.value(), Some(&value), "parsed from the kept bytes");
+    let out = b.to_bytes();
+    let sent: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(sent["input"][2], value);
+    assert!(
+        out.windows(encoded.len()).any(|w| w == &encoded[..]),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+}

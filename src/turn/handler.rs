@@ -70,7 +70,7 @@ pub async fn handle(
         method: Method::POST,
         path_and_query: &path_and_query,
         client_headers: &parts.headers,
-        body: reqwest::Body::from(outgoing),
+        body: crate::proxy::upstream::SendBody::full(outgoing),
         body_len: Some(len),
     };
     let upstream = forward(&state, ROUTE, &wait, &caller, outbound)

@@ -154,13 +154,7 @@ impl CompressStage {
                 rewrite_texts(item.value, item.shape, item.text_min, |t| {
                     replaced.get(t).cloned()
                 })
-                .map(|value| {
-                    Arc::new(Compression {
-                        value,
-                        markers,
-                        sources,
-                    })
-                })
+                .map(|value| Arc::new(Compression::new(value, markers, sources)))
             };
             if item.faulted {
                 first_faulted = Some(first_faulted.map_or(item.index, |f| f.min(item.index)));

@@ -74,10 +74,33 @@ struct Pending<'a> {
 #[derive(Debug)]
 struct Compression {
     value: Value,
+    /// `value`'s JSON, written the first time the form is sent: every later turn sends these bytes again.
+    encoded: std::sync::OnceLock<bytes::Bytes>,
     markers: Vec<MarkerUse>,
     /// Earlier items (index, content key) the form points back to ([`ctxzip::repeats`]): it stands only where
     /// they stand before it, the same.
     sources: Vec<(usize, u128)>,
+}
+
+impl Compression {
+    fn new(value: Value, markers: Vec<MarkerUse>, sources: Vec<(usize, u128)>) -> Compression {
+        Compression {
+            value,
+            encoded: std::sync::OnceLock::new(),
+            markers,
+            sources,
+        }
+    }
+
+    /// The form as the bytes sent upstream (shared, written once).
+    fn encoded(&self) -> bytes::Bytes {
+        self.encoded
+            .get_or_init(|| {
+                // Serializing a `Value` into a Vec cannot fail.
+                bytes::Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default())
+            })
+            .clone()
+    }
 }
 
 pub struct CompressStage {
@@ -465,7 +488,7 @@ impl Stage for CompressStage {
         self.refresh(&tenant, &markers);
         let count = rewrites.len();
         for (i, c) in rewrites {
-            turn.body.replace_item(i, c.value.clone());
+            turn.body.replace_item_encoded(i, c.encoded());
         }
         self.metrics.wire_saved_tokens.inc_by(wire_saved);
         if wire_saved > 0 {
@@ -480,5 +503,24 @@ impl Stage for CompressStage {
         turn.add_response_header(COMPRESSED_HEADER, count.to_string());
         turn.add_response_header(SAVED_HEADER, wire_saved.to_string());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_is_written_once_and_sent_as_the_same_bytes_on_every_turn() {
+        let value = serde_json::json!({"type":"function_call_output","call_id":"c","output":"<<ctxzip:0123456789ab 9_lines>>"});
+        let form = Compression::new(value.clone(), Vec::new(), Vec::new());
+        let first = form.encoded();
+        let later = form.encoded();
+        assert_eq!(first.as_ptr(), later.as_ptr(), "written once, shared after");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&first).ok(),
+            Some(value),
+            "the bytes are the form"
+        );
     }
 }

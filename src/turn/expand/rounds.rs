@@ -114,7 +114,7 @@ impl Rounds {
                 method: axum::http::Method::POST,
                 path_and_query: &self.path_and_query,
                 client_headers: &self.client_headers,
-                body: reqwest::Body::from(body),
+                body: crate::proxy::upstream::SendBody::full(body),
                 body_len: Some(len),
             },
         )
