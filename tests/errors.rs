@@ -111,6 +111,35 @@ async fn unreachable_upstream_is_502() {
 }
 
 #[tokio::test]
+async fn an_https_upstream_that_does_not_speak_tls_is_502() {
+    // The mock speaks plain HTTP: the TLS handshake of an `https` upstream URL fails, and the client gets a clear
+    // 502, counted as a connect error.
+    let mock = start_mock().await;
+    let proxy = start_proxy(&format!("https://{}/v1", mock.addr)).await;
+    let (status, v) = error_of(
+        client()
+            .post(proxy.v1("/responses"))
+            .body(responses_body("mock-ok", false))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 502);
+    assert_eq!(v["error"]["code"], "upstream_unreachable");
+    assert!(
+        turn_requests(&mock).is_empty(),
+        "nothing reached the upstream in clear"
+    );
+    let metrics = proxy.metrics().await;
+    assert!(
+        metrics.contains("ctxgate_upstream_errors_total{kind=\"connect\"}"),
+        "{metrics}"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
 async fn slow_upstream_is_504_after_the_read_timeout() {
     let (_mock, proxy) = mock_and_proxy_with(|opts| {
         opts.raw.upstream.read_timeout_ms = Some(200);
