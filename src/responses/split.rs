@@ -55,6 +55,7 @@ pub fn split(body: &[u8]) -> Result<Split, BodyError> {
     for (to, from) in padded.iter_mut().zip(tail) {
         *to = *from;
     }
+    // One call site, so the block's work is inlined into this loop.
     let last = (!tail.is_empty()).then_some(&padded);
     for (block, base) in blocks.iter().chain(last).zip((0..).step_by(64)) {
         walk.block(block, base, &mut scanner)?;

@@ -54,7 +54,7 @@ pub(super) struct Scanner {
 }
 
 impl Scanner {
-    #[inline]
+    #[inline(always)]
     pub fn classify(&mut self, block: &[u8; 64]) -> Block {
         let bytes = simd::byte_masks(block);
         let escaped = self.escaped_bytes(bytes.backslash);
@@ -150,20 +150,25 @@ pub(super) mod sse2 {
     #[inline]
     pub fn byte_masks(block: &[u8; 64]) -> ByteMasks {
         let mut m = ByteMasks::default();
-        // Control and non-ASCII bytes are rare: one test for the whole block, the exact mask only when needed.
-        let (mut controls, mut high) = (splat(0), splat(0));
-        for (i, chunk) in block.as_chunks::<16>().0.iter().enumerate() {
-            let v = load_unaligned_m128i(chunk);
-            let at = 16 * i;
-            m.quote |= bits(eq(v, b'"')) << at;
-            m.backslash |= bits(eq(v, b'\\')) << at;
-            controls = or(controls, control(v));
-            high = or(high, v);
+        let [a, b, c, d] = block.as_chunks::<16>().0 else {
+            return m;
+        };
+        let v = [a, b, c, d].map(load_unaligned_m128i);
+        for (i, v) in v.into_iter().enumerate() {
+            m.quote |= bits(eq(v, b'"')) << (16 * i);
+            m.backslash |= bits(eq(v, b'\\')) << (16 * i);
         }
-        m.non_ascii = bits(high) != 0;
-        if bits(controls) != 0 {
-            for (i, chunk) in block.as_chunks::<16>().0.iter().enumerate() {
-                m.control |= bits(control(load_unaligned_m128i(chunk))) << (16 * i);
+        // Control and non-ASCII bytes are rare: one test for the whole block (its smallest byte, and the top
+        // bits of all its bytes), the exact mask only when needed.
+        let [a, b, c, d] = v;
+        m.non_ascii = bits(or(or(a, b), or(c, d))) != 0;
+        if bits(control(min_u8_m128i(
+            min_u8_m128i(a, b),
+            min_u8_m128i(c, d),
+        ))) != 0
+        {
+            for (i, v) in v.into_iter().enumerate() {
+                m.control |= bits(control(v)) << (16 * i);
             }
         }
         m
