@@ -49,7 +49,9 @@ pub enum SplitInput {
 pub fn split(body: &[u8]) -> Result<Split, BodyError> {
     let mut walk = Walk::new(body);
     let mut scanner = Scanner::default();
-    let (blocks, tail) = body.as_chunks::<64>();
+    let chunks = body.chunks_exact(64);
+    let tail = chunks.remainder();
+    let blocks = chunks.filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok());
     // The last bytes padded with spaces: whitespace, so they neither open nor close anything.
     let mut padded = [b' '; 64];
     for (to, from) in padded.iter_mut().zip(tail) {
@@ -57,7 +59,7 @@ pub fn split(body: &[u8]) -> Result<Split, BodyError> {
     }
     // One call site, so the block's work is inlined into this loop.
     let last = (!tail.is_empty()).then_some(&padded);
-    for (block, base) in blocks.iter().chain(last).zip((0..).step_by(64)) {
+    for (block, base) in blocks.chain(last).zip((0..).step_by(64)) {
         walk.block(block, base, &mut scanner)?;
     }
     walk.finish()
@@ -402,10 +404,10 @@ impl<'a> Walk<'a> {
             if let Err(e) = self.utf8_ok() {
                 return e;
             }
-            if matches!(raw.first(), Some(b'-' | b'0'..=b'9'))
-                && let Err(e) = serde_json::from_slice::<serde_json::Value>(raw)
-            {
-                return refused(e);
+            if matches!(raw.first(), Some(b'-' | b'0'..=b'9')) {
+                if let Err(e) = serde_json::from_slice::<serde_json::Value>(raw) {
+                    return refused(e);
+                }
             }
         }
         BodyError::BadInput

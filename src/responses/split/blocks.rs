@@ -147,13 +147,21 @@ pub(super) mod sse2 {
         cmp_eq_mask_i8_m128i(min_u8_m128i(v, splat(0x1f)), v)
     }
 
+    /// The block's four 16-byte lanes.
+    fn load(block: &[u8; 64]) -> [m128i; 4] {
+        let mut lanes = [splat(0); 4];
+        for (lane, chunk) in lanes.iter_mut().zip(block.chunks_exact(16)) {
+            if let Ok(chunk) = <&[u8; 16]>::try_from(chunk) {
+                *lane = load_unaligned_m128i(chunk);
+            }
+        }
+        lanes
+    }
+
     #[inline]
     pub fn byte_masks(block: &[u8; 64]) -> ByteMasks {
         let mut m = ByteMasks::default();
-        let [a, b, c, d] = block.as_chunks::<16>().0 else {
-            return m;
-        };
-        let v = [a, b, c, d].map(load_unaligned_m128i);
+        let v = load(block);
         for (i, v) in v.into_iter().enumerate() {
             m.quote |= bits(eq(v, b'"')) << (16 * i);
             m.backslash |= bits(eq(v, b'\\')) << (16 * i);
@@ -177,8 +185,7 @@ pub(super) mod sse2 {
     #[inline]
     pub fn token_masks(block: &[u8; 64]) -> TokenMasks {
         let mut m = TokenMasks::default();
-        for (i, chunk) in block.as_chunks::<16>().0.iter().enumerate() {
-            let v = load_unaligned_m128i(chunk);
+        for (i, v) in load(block).into_iter().enumerate() {
             let at = 16 * i;
             // `[` and `]` are `{` and `}` without the 0x20 bit.
             let folded = or(v, splat(0x20));
@@ -227,11 +234,9 @@ pub(super) mod portable {
 
     fn words(block: &[u8; 64]) -> impl Iterator<Item = (usize, u64)> + '_ {
         block
-            .as_chunks::<8>()
-            .0
-            .iter()
+            .chunks_exact(8)
             .enumerate()
-            .map(|(i, w)| (8 * i, u64::from_le_bytes(*w)))
+            .map(|(i, w)| (8 * i, u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))))
     }
 
     pub fn byte_masks(block: &[u8; 64]) -> ByteMasks {
