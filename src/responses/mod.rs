@@ -13,5 +13,6 @@ pub mod body;
 pub mod estimate;
 pub mod identity;
 pub mod shape;
+pub mod split;
 
 pub use body::{Input, Item, RequestBody};

@@ -1,0 +1,394 @@
+//! Unit and property tests for [`super`]: the splitter against the serde_json scan it replaced (kept here as the
+//! oracle), on generated bodies, on the same bodies damaged, and on the block-boundary cases written out; and
+//! stage 1's masks, SSE2 against the portable code and both against a byte-by-byte reference.
+
+use super::blocks::{self, Scanner};
+use super::*;
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The oracle: the serde_json scan `RequestBody::parse` used before this module ([`oracle`]).
+
+#[path = "split_oracle.rs"]
+mod oracle;
+
+use oracle::oracle;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Both sides brought to one shape.
+
+/// What a scan made of a body: members (the input's span left out: the oracle does not know it) and the input.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    NotAnObject,
+    BadInput,
+    Split {
+        members: Vec<(String, Option<Range<usize>>)>,
+        input: Option<(usize, SplitInput)>,
+    },
+}
+
+fn splitter(body: &[u8]) -> Outcome {
+    match split(body) {
+        Err(BodyError::NotAnObject(_)) => Outcome::NotAnObject,
+        Err(BodyError::BadInput) => Outcome::BadInput,
+        Ok(s) => {
+            let input_at = s.input.as_ref().map(|(at, _)| *at);
+            let members = s
+                .members
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, span))| (k, (Some(i) != input_at).then_some(span)))
+                .collect();
+            Outcome::Split {
+                members,
+                input: s.input,
+            }
+        }
+    }
+}
+
+/// The splitter and the oracle agree on `body`; returns the outcome.
+#[track_caller]
+fn agree(body: &[u8]) -> Outcome {
+    let expected = oracle(body);
+    let got = splitter(body);
+    assert_eq!(
+        got,
+        expected,
+        "splitter and serde scan disagree on {:?}",
+        String::from_utf8_lossy(body)
+    );
+    got
+}
+
+fn check(body: &[u8]) -> Result<Outcome, TestCaseError> {
+    let expected = oracle(body);
+    let got = splitter(body);
+    prop_assert_eq!(
+        &got,
+        &expected,
+        "splitter and serde scan disagree on {:?}",
+        String::from_utf8_lossy(body)
+    );
+    Ok(got)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hand-written cases, block boundaries first.
+
+fn is_split(o: &Outcome) -> bool {
+    matches!(o, Outcome::Split { .. })
+}
+
+/// `{"a":"` + `fill` x's + `middle` + `"}`: the string's content starts at byte 6.
+fn string_body(fill: usize, middle: &str) -> Vec<u8> {
+    format!("{{\"a\":\"{}{middle}\"}}", "x".repeat(fill)).into_bytes()
+}
+
+#[test]
+fn empty_and_tiny_bodies() {
+    assert_eq!(agree(b""), Outcome::NotAnObject);
+    assert_eq!(agree(b"   \n"), Outcome::NotAnObject);
+    assert_eq!(
+        agree(b"{}"),
+        Outcome::Split {
+            members: vec![],
+            input: None
+        }
+    );
+    assert!(is_split(&agree(b" \t{ }\r\n")));
+    assert_eq!(agree(b"{"), Outcome::NotAnObject);
+    assert_eq!(agree(b"}"), Outcome::NotAnObject);
+    assert_eq!(agree(b"[]"), Outcome::NotAnObject);
+    assert_eq!(agree(b"{}{}"), Outcome::NotAnObject);
+    assert_eq!(agree(b"{} x"), Outcome::NotAnObject);
+    assert_eq!(agree(b"\"{}\""), Outcome::NotAnObject);
+    let small = agree(br#"{"input":[1, {"a":[]} ,"s"],"n":-0.5e+3}"#);
+    assert_eq!(
+        small,
+        Outcome::Split {
+            members: vec![("input".into(), None), ("n".into(), Some(32..39))],
+            input: Some((0, SplitInput::Items(vec![10..11, 13..21, 23..26]))),
+        }
+    );
+}
+
+#[test]
+fn bodies_of_exactly_one_and_two_blocks() {
+    for len in [63, 64, 65, 127, 128, 129] {
+        // `{"a":"` (6) + fill + `"}` (2) = len
+        let body = string_body(len - 8, "");
+        assert_eq!(body.len(), len);
+        assert!(is_split(&agree(&body)), "len {len}");
+        assert_eq!(agree(&body[..len - 1]), Outcome::NotAnObject);
+    }
+}
+
+#[test]
+fn a_backslash_run_across_a_block_boundary() {
+    // Runs of 1..=6 backslashes, placed so that the run starts at every offset around byte 64.
+    for run in 1..=6 {
+        for start in 56..=66 {
+            for after in ["\"", "n", "\"x"] {
+                let middle = format!("{}{after}", "\\".repeat(run));
+                let body = string_body(start - 6, &middle);
+                let outcome = agree(&body);
+                // An even run is complete, so a quote after it closes the string early (and the closing quote
+                // that follows is garbage); an odd run escapes what follows it.
+                let valid = run % 2 == 1 || after == "n";
+                assert_eq!(
+                    is_split(&outcome),
+                    valid,
+                    "run {run} at {start} then {after}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_escaped_quote_as_the_first_byte_of_a_block() {
+    // The backslash is byte 63, its quote byte 64: the string goes on to the real closing quote.
+    let body = string_body(57, "\\\"tail");
+    assert_eq!(body.get(63..65), Some(&b"\\\""[..]));
+    assert_eq!(
+        agree(&body),
+        Outcome::Split {
+            members: vec![("a".into(), Some(5..body.len() - 1))],
+            input: None
+        }
+    );
+    // The same with the quote itself unescaped at byte 64 closing the string early: the `tail` is garbage.
+    let body = string_body(58, "\"tail");
+    assert_eq!(body.get(64), Some(&b'"'));
+    assert_eq!(agree(&body), Outcome::NotAnObject);
+}
+
+#[test]
+fn a_string_over_many_blocks() {
+    let text: String = (0..300)
+        .map(|i| format!("line {i}: \\\"q\\\" \\u00e9 é\\n"))
+        .collect();
+    let body = format!(r#"{{"model":"m", "input" : "{text}", "x":[1,2]}}"#);
+    let outcome = agree(body.as_bytes());
+    let text = match &outcome {
+        Outcome::Split {
+            input: Some((1, SplitInput::Text(t))),
+            ..
+        } => t.as_str(),
+        _ => "",
+    };
+    assert!(
+        text.starts_with("line 0: \"q\" é é\nline 1: "),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn every_prefix_of_a_body_with_every_kind_of_token() {
+    let body = concat!(
+        " {\"model\":\"gpt\" ,\"inp\\u0075t\":[ {\"type\":\"message\",\"content\":\"a\\\\\\\"b\\n\\ud800\\/\"},",
+        "\n\t[1.5e-3, -0, 0.25, 12E+2, true,false,null,\"\\\\\"], {}, [], \"x\\\"\" ], \"input\": 5,",
+        " \"t\\u00e9\": {\"nested\": [[[{\"deep\": \"é中😀\"}]]]}, \"n\": -12.5 }\r\n"
+    );
+    assert!(is_split(&agree(body.as_bytes())));
+    for end in 0..body.len() {
+        agree(&body.as_bytes()[..end]);
+    }
+    // And shifted against the block boundaries.
+    for pad in 1..64 {
+        let shifted = format!("{}{body}", " ".repeat(pad));
+        assert!(is_split(&agree(shifted.as_bytes())));
+    }
+}
+
+#[test]
+fn what_the_oracle_refuses_and_accepts_at_the_edges() {
+    let cases: &[&[u8]] = &[
+        br#"{"input":5}"#,
+        br#"{"input":1e400}"#,
+        br#"{"input":true}"#,
+        br#"{"input":{"a":"\ud800"}}"#,
+        br#"{"input":{"\ud800":1}}"#,
+        b"{\"input\":{\"a\":\"\xff\"}}",
+        b"{\"input\":{\"\xff\":1}}",
+        b"{\"input\":{\"a\":1},\"b\":\"\xff\"}",
+        br#"{"input":"\ud800"}"#,
+        br#"{"input":["\ud800"], "\ud800x": 1}"#,
+        br#"{"\ud800":1}"#,
+        br#"{"a":"\ud800\udc00 \uDBFF\uDFFF \udc00"}"#,
+        br#"{"a":1e400, "b": 123456789012345678901234567890}"#,
+        br#"{"input":[1e400]}"#,
+        br#"{"input":5, "x": }"#,
+        br#"{"input":[1,]}"#,
+        br#"{"a":[1,]}"#,
+        br#"{"a":{"b":1,}}"#,
+        br#"{"a":01}"#,
+        br#"{"a":1.}"#,
+        br#"{"a":.5}"#,
+        br#"{"a":-}"#,
+        br#"{"a":1e}"#,
+        br#"{"a":tru}"#,
+        br#"{"a":truex}"#,
+        br#"{"a":"\x"}"#,
+        br#"{"a":"\u12"}"#,
+        br#"{"a":"\u12g4"}"#,
+        b"{\"a\":\"\x01\"}",
+        b"{\"a\":\"\x7f\"}",
+        b"{\"a\":\x01}",
+        b"{\"a\":1\x0b}",
+        b"{\"a\":\"\\\t\"}",
+        b"{\"a\":\"\xc3\"}",
+        b"{\"a\":\"\xc3\xa9\"}",
+        b"\xef\xbb\xbf{}",
+        br#"{"a":1 "b":2}"#,
+        br#"{"a" 1}"#,
+        br#"{1:1}"#,
+        br#"{"a":1}}"#,
+        br#"{"a":[}"#,
+        br#"{"a":{]}"#,
+        br#"{"a":1\}"#,
+    ];
+    for case in cases {
+        agree(case);
+    }
+    // A depth no recursive parser would survive, in a member and in an input item.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(is_split(&agree(
+        format!(r#"{{"a":{deep},"input":[{deep}]}}"#).as_bytes()
+    )));
+    let deep = format!("{}1{}", "{\"k\":".repeat(5000), "}".repeat(5000));
+    assert!(is_split(&agree(
+        format!(r#"{{"input":[{deep}]}}"#).as_bytes()
+    )));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stage 1: the masks.
+
+/// Byte-by-byte definitions of the masks.
+fn reference_masks(block: &[u8; 64]) -> (blocks::ByteMasks, blocks::TokenMasks) {
+    let mut b = blocks::ByteMasks::default();
+    let mut t = blocks::TokenMasks::default();
+    for (i, &c) in block.iter().enumerate() {
+        let bit = 1u64 << i;
+        let set = |mask: &mut u64, yes: bool| {
+            if yes {
+                *mask |= bit
+            }
+        };
+        set(&mut b.quote, c == b'"');
+        set(&mut b.backslash, c == b'\\');
+        set(&mut b.control, c < 0x20);
+        b.non_ascii |= c >= 0x80;
+        set(&mut t.op, b"{}[],:".contains(&c));
+        set(&mut t.whitespace, b" \t\n\r".contains(&c));
+    }
+    (b, t)
+}
+
+/// Bytes that matter to the masks, and their neighbours that must not match.
+fn mask_byte() -> impl Strategy<Value = u8> {
+    prop_oneof![
+        any::<u8>(),
+        prop::sample::select(
+            b"\"\\{}[],: \t\n\r\x00\x1f\x20\x7f\x80\xff\x5b\x5d\x7b\x7d\x3b\x2d\x09\x0b\x0c"
+                .to_vec()
+        ),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn sse2_and_portable_masks_agree(
+        bytes in prop::array::uniform32(mask_byte()),
+        more in prop::array::uniform32(mask_byte()),
+    ) {
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&bytes);
+        block[32..].copy_from_slice(&more);
+        let (bytes_ref, tokens_ref) = reference_masks(&block);
+        prop_assert_eq!(blocks::portable::byte_masks(&block), bytes_ref);
+        prop_assert_eq!(blocks::portable::token_masks(&block), tokens_ref);
+        #[cfg(target_arch = "x86_64")]
+        {
+            prop_assert_eq!(blocks::sse2::byte_masks(&block), bytes_ref);
+            prop_assert_eq!(blocks::sse2::token_masks(&block), tokens_ref);
+        }
+    }
+
+    /// Escapes and strings found block by block with carries, against reading the bytes one at a time (stage 1
+    /// lets a backslash escape the next byte wherever it stands; outside strings stage 2 refuses it anyway).
+    #[test]
+    fn escapes_and_strings_match_a_sequential_reading(
+        text in prop::collection::vec(prop::sample::select(b"\\\\\\\"\"an{".to_vec()), 0..400)
+    ) {
+        let mut scanner = Scanner::default();
+        let (mut in_string, mut to_check) = (Vec::new(), Vec::new());
+        for chunk in text.chunks(64) {
+            let mut block = [b' '; 64];
+            block[..chunk.len()].copy_from_slice(chunk);
+            let classified = scanner.classify(&block);
+            in_string.extend((0..chunk.len()).map(|i| classified.in_string >> i & 1 == 1));
+            to_check.extend((0..chunk.len()).map(|i| classified.escapes_to_check >> i & 1 == 1));
+        }
+        let (mut inside, mut escaped) = (false, false);
+        for (i, &c) in text.iter().enumerate() {
+            let was_escaped = escaped;
+            escaped = !was_escaped && c == b'\\';
+            // The mask counts an opening quote in and a closing quote out.
+            let opening = !was_escaped && c == b'"' && !inside;
+            let closing = !was_escaped && c == b'"' && inside;
+            let expected = (inside || opening) && !closing;
+            inside = expected;
+            let what = String::from_utf8_lossy(&text);
+            prop_assert_eq!(in_string[i], expected, "in string: byte {} of {:?}", i, what);
+            let check = was_escaped && inside && c != b'"' && c != b'\\';
+            prop_assert_eq!(to_check[i], check, "escape to check: byte {} of {:?}", i, what);
+        }
+    }
+}
+
+#[test]
+fn prefix_xor_is_a_running_parity() {
+    for x in [0u64, 1, 0b1001, 1 << 63, u64::MAX, 0x8000_0000_0000_0001] {
+        let mut parity = 0;
+        for i in 0..64 {
+            parity ^= x >> i & 1;
+            assert_eq!(blocks::prefix_xor(x) >> i & 1, parity, "{x:#x} bit {i}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Generated bodies ([`bodies`]), valid and damaged.
+
+#[path = "split_bodies.rs"]
+mod bodies;
+
+use bodies::{apply, body, damage};
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(384))]
+
+    /// Valid bodies (shifted against the block boundaries by leading whitespace): same members, spans, input.
+    #[test]
+    fn generated_bodies_split_as_serde_scans_them(body in body(), shift in 0usize..64) {
+        let shifted = format!("{}{body}", " ".repeat(shift));
+        check(shifted.as_bytes())?;
+    }
+
+    /// The same bodies damaged one to three times: the same verdict, and the same spans when both accept.
+    #[test]
+    fn damaged_bodies_split_as_serde_scans_them(
+        body in body(),
+        damages in prop::collection::vec(damage(), 1..4),
+    ) {
+        let mut bytes = body.into_bytes();
+        for d in &damages {
+            apply(&mut bytes, d);
+        }
+        check(&bytes)?;
+    }
+}
