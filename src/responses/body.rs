@@ -157,7 +157,8 @@ pub enum BodyError {
 }
 
 impl RequestBody {
-    /// Splits the client's bytes into members and items ([`super::split`]); nothing is copied but the keys.
+    /// Splits the client's bytes into members and items ([`super::split`]): the members and items are slices of
+    /// `original`; only the keys and a string `input` are decoded.
     pub fn parse(original: Bytes) -> Result<RequestBody, BodyError> {
         let split = split(&original)?;
         let input_position = split.input.as_ref().map(|(at, _)| *at);
