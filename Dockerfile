@@ -15,13 +15,15 @@ ARG RUNTIME_IMAGE=debian:${DEBIAN_RELEASE}-slim
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 ENV CARGO_TERM_COLOR=never
-# Dependencies first, from stub sources, so this layer is rebuilt only when Cargo.toml or Cargo.lock change.
+# Dependencies first, from stub sources, so this layer is rebuilt only when Cargo.toml or Cargo.lock change (every
+# [[bench]] Cargo.toml names gets a stub, or cargo refuses the manifest).
 COPY Cargo.toml Cargo.lock ./
 RUN mkdir -p src/bin benches \
     && echo 'fn main() {}' > src/main.rs \
     && echo 'fn main() {}' > src/bin/ctxgate-mock.rs \
     && touch src/lib.rs \
-    && for bench in turn ctxzip stitch; do echo 'fn main() {}' > "benches/$bench.rs"; done \
+    && for bench in $(awk '/^\[\[bench\]\]/ { b = 1; next } b && /^name/ { gsub(/"/, "", $3); print $3; b = 0 }' Cargo.toml); do \
+         echo 'fn main() {}' > "benches/$bench.rs"; done \
     && cargo build --release --locked --bins \
     && rm -rf src benches
 COPY src ./src

@@ -81,14 +81,8 @@ async fn over_max_body_bytes_is_413_on_every_route() {
     proxy.stop().await;
 }
 
-#[tokio::test]
-async fn unreachable_upstream_is_502() {
-    // A port that was just free: nothing listens there.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let proxy = start_proxy(&format!("http://127.0.0.1:{port}/v1")).await;
+/// Sends one turn and checks ctxgate answered 502 `upstream_unreachable`.
+async fn turn_is_502_unreachable(proxy: &Proxy) {
     let (status, v) = error_of(
         client()
             .post(proxy.v1("/responses"))
@@ -100,6 +94,17 @@ async fn unreachable_upstream_is_502() {
     .await;
     assert_eq!(status, 502);
     assert_eq!(v["error"]["code"], "upstream_unreachable");
+}
+
+#[tokio::test]
+async fn unreachable_upstream_is_502() {
+    // A port that was just free: nothing listens there.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let proxy = start_proxy(&format!("http://127.0.0.1:{port}/v1")).await;
+    turn_is_502_unreachable(&proxy).await;
     let (status, _) = error_of(client().get(proxy.v1("/models")).send().await.unwrap()).await;
     assert_eq!(status, 502);
     let metrics = proxy.metrics().await;
@@ -116,17 +121,7 @@ async fn an_https_upstream_that_does_not_speak_tls_is_502() {
     // 502, counted as a connect error.
     let mock = start_mock().await;
     let proxy = start_proxy(&format!("https://{}/v1", mock.addr)).await;
-    let (status, v) = error_of(
-        client()
-            .post(proxy.v1("/responses"))
-            .body(responses_body("mock-ok", false))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 502);
-    assert_eq!(v["error"]["code"], "upstream_unreachable");
+    turn_is_502_unreachable(&proxy).await;
     assert!(
         turn_requests(&mock).is_empty(),
         "nothing reached the upstream in clear"

@@ -28,6 +28,18 @@ async fn serve_with(
     (served, dir)
 }
 
+/// Sends one turn through the served proxy and checks the upstream's answer came back.
+async fn a_turn_is_answered(served: &common::serve::Served) {
+    let resp = client()
+        .post(format!("http://{}/v1/responses", served.addr))
+        .header("content-type", "application/json")
+        .body(responses_body("mock-ok", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+}
+
 #[tokio::test]
 async fn the_upstream_is_reached_through_the_proxy_the_environment_names() {
     let mock = start_mock().await;
@@ -44,14 +56,7 @@ async fn the_upstream_is_reached_through_the_proxy_the_environment_names() {
         "{}",
         served.listening
     );
-    let resp = client()
-        .post(format!("http://{}/v1/responses", served.addr))
-        .header("content-type", "application/json")
-        .body(responses_body("mock-ok", false))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    a_turn_is_answered(&served).await;
     let sent = turn_requests(&mock);
     assert_eq!(sent.len(), 1, "the proxy got the turn");
     assert_eq!(sent[0]["model"], "mock-ok");
@@ -74,13 +79,6 @@ async fn a_host_the_environment_exempts_is_reached_directly() {
         "{}",
         served.listening
     );
-    let resp = client()
-        .post(format!("http://{}/v1/responses", served.addr))
-        .header("content-type", "application/json")
-        .body(responses_body("mock-ok", false))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    a_turn_is_answered(&served).await;
     assert_eq!(turn_requests(&mock).len(), 1);
 }

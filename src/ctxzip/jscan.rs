@@ -83,39 +83,9 @@ pub(crate) fn scan_string(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// End (exclusive) of the number starting at `i` (the grammar the request body split checks too).
 fn scan_number(b: &[u8], i: usize) -> Option<usize> {
-    let digits = |j: usize| {
-        b.get(j..)
-            .map_or(0, |s| s.iter().take_while(|c| c.is_ascii_digit()).count())
-    };
-    let mut j = i;
-    if b.get(j) == Some(&b'-') {
-        j += 1;
-    }
-    match b.get(j)? {
-        b'0' => j += 1,
-        b'1'..=b'9' => j += digits(j),
-        _ => return None,
-    }
-    if b.get(j) == Some(&b'.') {
-        let d = digits(j + 1);
-        if d == 0 {
-            return None;
-        }
-        j += 1 + d;
-    }
-    if matches!(b.get(j), Some(b'e' | b'E')) {
-        j += 1;
-        if matches!(b.get(j), Some(b'+' | b'-')) {
-            j += 1;
-        }
-        let d = digits(j);
-        if d == 0 {
-            return None;
-        }
-        j += d;
-    }
-    Some(j)
+    crate::responses::split::number_len(b.get(i..)?).map(|n| i + n)
 }
 
 fn scan_literal(b: &[u8], i: usize, lit: &[u8]) -> Option<usize> {

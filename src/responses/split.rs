@@ -24,6 +24,7 @@ mod scalar;
 
 use super::body::BodyError;
 use blocks::Scanner;
+pub(crate) use scalar::number_len;
 use scalar::scalar_end;
 use std::ops::Range;
 

@@ -26,7 +26,7 @@ pub(super) fn scalar_end(body: &[u8], at: usize) -> Option<usize> {
 }
 
 /// The length of the JSON number at the start of `s`: `-? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?`.
-fn number_len(s: &[u8]) -> Option<usize> {
+pub(crate) fn number_len(s: &[u8]) -> Option<usize> {
     let digits = |from: usize| {
         s.iter()
             .skip(from)
