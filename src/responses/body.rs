@@ -320,22 +320,19 @@ impl RequestBody {
 
     /// Replaces one input item.
     pub fn replace_item(&mut self, index: usize, value: Value) -> bool {
-        match &mut self.input {
-            Some(Input::Items(items)) if index < items.len() => {
-                items[index] = Item::rewritten(value);
-                self.changed = true;
-                self.input_changed = true;
-                true
-            }
-            _ => false,
-        }
+        self.put_item(index, Item::rewritten(value))
     }
 
     /// Replaces one input item with JSON a stage wrote before (see [`Item::rewritten_encoded`]).
     pub fn replace_item_encoded(&mut self, index: usize, encoded: Bytes) -> bool {
+        self.put_item(index, Item::rewritten_encoded(encoded))
+    }
+
+    /// Puts `item` at `index` of the item list; `false` (nothing changed) when there is no such item.
+    fn put_item(&mut self, index: usize, item: Item) -> bool {
         match &mut self.input {
             Some(Input::Items(items)) if index < items.len() => {
-                items[index] = Item::rewritten_encoded(encoded);
+                items[index] = item;
                 self.changed = true;
                 self.input_changed = true;
                 true
