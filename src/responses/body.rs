@@ -102,12 +102,8 @@ impl Item {
         match &self.raw {
             Some(raw) => raw,
             None => self.encoded.get_or_init(|| {
-                let mut out = Vec::new();
-                match self.value() {
-                    Some(v) => write_value(&mut out, v),
-                    None => out.extend_from_slice(b"null"),
-                }
-                Bytes::from(out)
+                self.value()
+                    .map_or_else(|| Bytes::from_static(b"null"), encode)
             }),
         }
     }
@@ -479,6 +475,13 @@ fn write_member(out: &mut Vec<u8>, member: &Member) {
 fn write_value(out: &mut Vec<u8>, v: &Value) {
     // Serializing a `Value` into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, v);
+}
+
+/// A value's JSON as shared bytes: how a rewritten item is sent.
+pub fn encode(v: &Value) -> Bytes {
+    let mut out = Vec::new();
+    write_value(&mut out, v);
+    Bytes::from(out)
 }
 
 #[cfg(test)]

@@ -95,10 +95,7 @@ impl Compression {
     /// The form as the bytes sent upstream (shared, written once).
     fn encoded(&self) -> bytes::Bytes {
         self.encoded
-            .get_or_init(|| {
-                // Serializing a `Value` into a Vec cannot fail.
-                bytes::Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default())
-            })
+            .get_or_init(|| crate::responses::body::encode(&self.value))
             .clone()
     }
 }
