@@ -2,18 +2,22 @@
 //! scan it replaced (members borrowed as `RawValue`s, `input` as a list of them), in the same run.
 //!
 //! Bodies built from the tool outputs in `tests/fixtures/`: a 10 KB turn (one build log behind a function call)
-//! and a 1 MB agent transcript (150 outputs, JSON ones among them, so strings full of `\n` and `\"`).
+//! and a 1 MB agent transcript (150 outputs, JSON ones among them, so strings full of `\n` and `\"`). The
+//! transcript is also split as the next turn of its conversation is: its items known from the last body
+//! (`responses::known`, checked by one hash over their bytes instead of walked).
 #![expect(
     clippy::unwrap_used,
     reason = "a bench fails loudly on what it did not expect"
 )]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ctxgate::responses::split::{SplitInput, split};
+use ctxgate::responses::RequestBody;
+use ctxgate::responses::split::{SplitInput, split, split_known};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 fn fixtures() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tool_outputs");
@@ -128,6 +132,14 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("{name}_serde"), |b| {
             b.iter(|| serde_json::from_slice::<SerdeScan<'_>>(&body).unwrap())
         });
+        if name == "1m_transcript" {
+            let parsed = RequestBody::parse(bytes::Bytes::from(body.clone())).unwrap();
+            let known = [Arc::new(parsed.known_items().unwrap())];
+            assert!(split_known(&body, &known).unwrap().verified.is_some());
+            group.bench_function(format!("{name}_split_known"), |b| {
+                b.iter(|| split_known(&body, &known).unwrap())
+            });
+        }
     }
     group.finish();
 }

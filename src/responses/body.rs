@@ -6,11 +6,12 @@
 //! client's formatting survives. When a stage rewrote the input, the members are written out in their order,
 //! untouched slices copied verbatim.
 
-use super::split::{SplitInput, split};
+use super::known::{KnownItems, PrefixDigests};
+use super::split::{SplitInput, split_known};
 use bytes::Bytes;
 use serde_json::Value;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// One member of the top-level object: a slice of the original body until a stage replaces it.
 #[derive(Debug)]
@@ -38,15 +39,19 @@ pub struct Item {
     /// again for each. Shared bytes, so a form remembered across turns is not written again on each.
     encoded: OnceLock<Bytes>,
     key: OnceLock<u128>,
+    /// For the client's items, the item's index in the body's `input` (so a list a stage rebuilt still tells
+    /// which items stand where the client put them: [`RequestBody::head_digest`]).
+    origin: Option<usize>,
 }
 
 impl Item {
-    fn raw(raw: Bytes) -> Item {
+    fn raw(raw: Bytes, origin: usize) -> Item {
         Item {
             raw: Some(raw),
             parsed: OnceLock::new(),
             encoded: OnceLock::new(),
             key: OnceLock::new(),
+            origin: Some(origin),
         }
     }
 
@@ -56,6 +61,7 @@ impl Item {
             parsed: OnceLock::from(Some(value)),
             encoded: OnceLock::new(),
             key: OnceLock::new(),
+            origin: None,
         }
     }
 
@@ -67,6 +73,7 @@ impl Item {
             parsed: OnceLock::new(),
             encoded: OnceLock::from(encoded),
             key: OnceLock::new(),
+            origin: None,
         }
     }
 
@@ -142,6 +149,13 @@ pub struct RequestBody {
     changed: bool,
     /// Whether a stage replaced an input item or the item list (the client's `input` bytes no longer apply).
     input_changed: bool,
+    /// Where the client's input items stood in `original`.
+    item_spans: Vec<Range<usize>>,
+    /// The digests of the client's item prefixes ([`super::known`]): taken over from the known item list the
+    /// first items were, else computed when first asked for.
+    digests: OnceLock<PrefixDigests>,
+    /// The hash of the known item list the first items were, if any.
+    known: Option<u128>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -156,17 +170,43 @@ impl RequestBody {
     /// Splits the client's bytes into members and items ([`super::split`]): the members and items are slices of
     /// `original`; only the keys and a string `input` are decoded.
     pub fn parse(original: Bytes) -> Result<RequestBody, BodyError> {
-        let split = split(&original)?;
+        RequestBody::parse_known(original, &[])
+    }
+
+    /// As [`Self::parse`], taking the first input items from one of `known` where they are its bytes (the split
+    /// then does not walk them: [`super::known`]).
+    pub fn parse_known(
+        original: Bytes,
+        known: &[Arc<KnownItems>],
+    ) -> Result<RequestBody, BodyError> {
+        let split = split_known(&original, known)?;
         let input_position = split.input.as_ref().map(|(at, _)| *at);
+        let mut item_spans = Vec::new();
         let input = split.input.map(|(_, input)| match input {
             SplitInput::Text(text) => Input::Text(text),
-            SplitInput::Items(spans) => Input::Items(
-                spans
-                    .into_iter()
-                    .map(|span| Item::raw(original.slice(span)))
-                    .collect(),
-            ),
+            SplitInput::Items(spans) => {
+                let items = spans
+                    .iter()
+                    .enumerate()
+                    .map(|(i, span)| Item::raw(original.slice(span.clone()), i))
+                    .collect();
+                item_spans = spans;
+                Input::Items(items)
+            }
         });
+        let (digests, known) = match split.verified {
+            Some(mut verified) => {
+                // The items after the known ones are hashed on now: few, on a turn that follows another.
+                let start = item_spans.first().map_or(0, |s| s.start);
+                let rest = item_spans.iter().skip(verified.digests.digests.len());
+                let ends = rest.map(|s| s.end - start);
+                verified
+                    .digests
+                    .extend(original.get(start..).unwrap_or_default(), ends);
+                (OnceLock::from(verified.digests), Some(verified.known))
+            }
+            None => (OnceLock::new(), None),
+        };
         let members = split
             .members
             .into_iter()
@@ -195,7 +235,58 @@ impl RequestBody {
             input_position,
             changed: false,
             input_changed: false,
+            item_spans,
+            digests,
+            known,
         })
+    }
+
+    /// The digests of the client's item prefixes, computed on first use.
+    fn digests(&self) -> &[u128] {
+        &self
+            .digests
+            .get_or_init(|| {
+                let mut digests = PrefixDigests::default();
+                let start = self.item_spans.first().map_or(0, |s| s.start);
+                let ends = self.item_spans.iter().map(|s| s.end - start);
+                digests.extend(self.original.get(start..).unwrap_or_default(), ends);
+                digests
+            })
+            .digests
+    }
+
+    /// The digest of the client's bytes from the first input item through item `k - 1` (the separators between
+    /// them included): how a later turn recognises a head of the transcript as the same bytes. `None` unless
+    /// `k > 0` and the first `k` items are the client's, where the client put them.
+    pub fn head_digest(&self, k: usize) -> Option<u128> {
+        let head = self.items()?.get(..k)?;
+        if k == 0
+            || head
+                .iter()
+                .enumerate()
+                .any(|(i, item)| item.origin != Some(i))
+        {
+            return None;
+        }
+        self.digests().get(k - 1).copied()
+    }
+
+    /// How many bytes the client's input items span, first item's first byte to last item's last.
+    pub fn items_span_len(&self) -> usize {
+        match (self.item_spans.first(), self.item_spans.last()) {
+            (Some(first), Some(last)) => last.end - first.start,
+            _ => 0,
+        }
+    }
+
+    /// The client's input items as a known list for the tenant's next body ([`super::known`]).
+    pub fn known_items(&self) -> Option<KnownItems> {
+        KnownItems::new(&self.original, &self.item_spans, self.digests())
+    }
+
+    /// The hash of the known item list this body's first items were taken from, if any.
+    pub fn known_used(&self) -> Option<u128> {
+        self.known
     }
 
     /// Whether any stage changed the body.

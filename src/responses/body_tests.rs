@@ -217,3 +217,43 @@ fn a_form_kept_as_json_is_sent_as_those_bytes_and_parsed_only_when_asked() {
         String::from_utf8_lossy(&out)
     );
 }
+
+#[test]
+fn a_body_parsed_with_known_items_is_the_same_body_with_the_same_digests() {
+    let pad = "line\\n".repeat(40);
+    let item = |i: usize| {
+        format!(r#"{{"type":"function_call_output","call_id":"c{i}","output":"{pad}{i}"}}"#)
+    };
+    let text = |n: usize| {
+        let items: Vec<String> = (0..n).map(item).collect();
+        format!(
+            r#"{{"model":"m","input":[{}],"stream":true}}"#,
+            items.join(",")
+        )
+    };
+    let earlier = RequestBody::parse(Bytes::from(text(5))).unwrap();
+    let known = std::sync::Arc::new(earlier.known_items().unwrap());
+    let later = Bytes::from(text(8));
+    let full = RequestBody::parse(later.clone()).unwrap();
+    let fast = RequestBody::parse_known(later.clone(), &[known.clone()]).unwrap();
+    assert_eq!(fast.known_used(), Some(known.hash()));
+    assert_eq!(full.known_used(), None);
+    let raw = |b: &RequestBody| -> Vec<Vec<u8>> {
+        b.items()
+            .unwrap()
+            .iter()
+            .map(|i| i.raw_bytes().unwrap().to_vec())
+            .collect()
+    };
+    assert_eq!(raw(&fast), raw(&full));
+    for k in 0..=9 {
+        assert_eq!(fast.head_digest(k), full.head_digest(k), "prefix {k}");
+    }
+    assert!(fast.head_digest(0).is_none() && fast.head_digest(9).is_none());
+    assert_eq!(
+        fast.head_digest(5),
+        earlier.head_digest(5),
+        "the same bytes, the same digest"
+    );
+    assert_eq!(fast.to_bytes(), later);
+}

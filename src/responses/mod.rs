@@ -12,6 +12,7 @@
 pub mod body;
 pub mod estimate;
 pub mod identity;
+pub mod known;
 pub mod shape;
 pub mod split;
 

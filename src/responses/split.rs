@@ -23,10 +23,12 @@ mod blocks;
 mod scalar;
 
 use super::body::BodyError;
+use super::known::{KnownItems, Verified};
 use blocks::Scanner;
 pub(crate) use scalar::number_len;
 use scalar::scalar_end;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// The members and `input` items of a body, as byte ranges of it.
 #[derive(Debug, PartialEq, Eq)]
@@ -35,6 +37,8 @@ pub struct Split {
     pub members: Vec<(String, Range<usize>)>,
     /// The first `input` member: its index in `members` and what it holds.
     pub input: Option<(usize, SplitInput)>,
+    /// The known item list the first items were taken from ([`split_known`]).
+    pub verified: Option<Verified>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -48,20 +52,16 @@ pub enum SplitInput {
 /// first fault found) for anything that is not one valid JSON object, [`BodyError::BadInput`] for a valid object
 /// whose first `input` is neither a string nor an array.
 pub fn split(body: &[u8]) -> Result<Split, BodyError> {
-    let mut walk = Walk::new(body);
-    let mut scanner = Scanner::default();
-    let chunks = body.chunks_exact(64);
-    let tail = chunks.remainder();
-    let blocks = chunks.filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok());
-    // The last bytes padded with spaces: whitespace, so they neither open nor close anything.
-    let mut padded = [b' '; 64];
-    for (to, from) in padded.iter_mut().zip(tail) {
-        *to = *from;
-    }
-    // One call site, so the block's work is inlined into this loop.
-    let last = (!tail.is_empty()).then_some(&padded);
-    for (block, base) in blocks.chain(last).zip((0..).step_by(64)) {
-        walk.block(block, base, &mut scanner)?;
+    split_known(body, &[])
+}
+
+/// As [`split`], taking the first items of `input` from the first of `known` whose bytes they are
+/// ([`super::known`]): the same result, without walking those bytes.
+pub fn split_known(body: &[u8], known: &[Arc<KnownItems>]) -> Result<Split, BodyError> {
+    let mut walk = Walk::new(body, known);
+    let mut from = 0;
+    while let Some(to) = walk.blocks(from)? {
+        from = to;
     }
     walk.finish()
 }
@@ -128,10 +128,16 @@ struct Walk<'a> {
     utf8_run: Option<usize>,
     /// The first byte that is not UTF-8.
     utf8_error: Option<usize>,
+    /// Item lists of earlier bodies the first items may be ([`super::known`]).
+    known: &'a [Arc<KnownItems>],
+    /// The known list the first items were, with the digests computed verifying it.
+    verified: Option<Verified>,
+    /// Set when known items were taken: where the walk resumes.
+    resume: Option<usize>,
 }
 
 impl<'a> Walk<'a> {
-    fn new(body: &'a [u8]) -> Walk<'a> {
+    fn new(body: &'a [u8], known: &'a [Arc<KnownItems>]) -> Walk<'a> {
         Walk {
             body,
             expect: Expect::Body,
@@ -145,7 +151,34 @@ impl<'a> Walk<'a> {
             items: Vec::new(),
             utf8_run: None,
             utf8_error: None,
+            known,
+            verified: None,
+            resume: None,
         }
+    }
+
+    /// Walks the body from `from` (stage 1 starting afresh there) to its end, or until known items were taken:
+    /// then returns where the walk resumes, after them.
+    fn blocks(&mut self, from: usize) -> Result<Option<usize>, Fault> {
+        let mut scanner = Scanner::default();
+        let rest = self.body.get(from..).unwrap_or_default();
+        let chunks = rest.chunks_exact(64);
+        let tail = chunks.remainder();
+        let blocks = chunks.filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok());
+        // The last bytes padded with spaces: whitespace, so they neither open nor close anything.
+        let mut padded = [b' '; 64];
+        for (to, from) in padded.iter_mut().zip(tail) {
+            *to = *from;
+        }
+        // One call site, so the block's work is inlined into this loop.
+        let last = (!tail.is_empty()).then_some(&padded);
+        for (block, base) in blocks.chain(last).zip((from..).step_by(64)) {
+            self.block(block, base, &mut scanner)?;
+            if let Some(to) = self.resume.take() {
+                return Ok(Some(to));
+            }
+        }
+        Ok(None)
     }
 
     #[inline]
@@ -172,6 +205,9 @@ impl<'a> Walk<'a> {
             let i = structurals.trailing_zeros() as usize;
             structurals &= structurals - 1;
             self.step(bytes[i & 63], base + i)?;
+            if self.resume.is_some() {
+                break;
+            }
         }
         Ok(())
     }
@@ -197,6 +233,14 @@ impl<'a> Walk<'a> {
 
     /// One structural byte.
     fn step(&mut self, byte: u8, at: usize) -> Result<(), Fault> {
+        // The first item of `input`: known items, perhaps.
+        if self.expect == Expect::FirstValue
+            && self.in_input
+            && self.stack.len() == 2
+            && self.take_known(at)
+        {
+            return Ok(());
+        }
         match self.expect {
             // Inside a string the only structural byte is its closing quote.
             Expect::StringEnd => self.end_value(at + 1),
@@ -256,6 +300,33 @@ impl<'a> Walk<'a> {
             Expect::End => return fault(at, "more after the body's object"),
         }
         Ok(())
+    }
+
+    /// At the first item of `input` (at `at`): takes the first of the known lists whose bytes follow, if any, as
+    /// the items (the walk then resumes after them, expecting `,` or `]`). The bytes before are walked and the
+    /// bytes after will be; a run of non-ASCII blocks open before `at` is checked as UTF-8 now (the byte at `at`
+    /// opens a value, so is ASCII: a character boundary), since the walk does not come back to it.
+    fn take_known(&mut self, at: usize) -> bool {
+        if self.known.is_empty() {
+            return false;
+        }
+        let Some(rest) = self.body.get(at..) else {
+            return false;
+        };
+        let Some((spans, verified)) = self.known.iter().find_map(|k| k.verify(rest, at)) else {
+            return false;
+        };
+        let Some(end) = spans.last().map(|s| s.end) else {
+            return false;
+        };
+        if let Some(start) = self.utf8_run.take() {
+            self.check_utf8(start..at);
+        }
+        self.items = spans;
+        self.verified = Some(verified);
+        self.resume = Some(end);
+        self.expect = Expect::CommaOrClose;
+        true
     }
 
     /// A key closed at `at`: a top-level one is decoded and opens a member.
@@ -345,6 +416,7 @@ impl<'a> Walk<'a> {
             return Ok(Split {
                 members: self.members,
                 input: None,
+                verified: None,
             });
         };
         let span = self.members.get(at).map_or(0..0, |m| m.1.clone());
@@ -364,9 +436,14 @@ impl<'a> Walk<'a> {
             }
             _ => return Err(self.bad_input(raw, span)),
         };
+        let verified = match input {
+            SplitInput::Items(_) => self.verified.take(),
+            SplitInput::Text(_) => None,
+        };
         Ok(Split {
             members: self.members,
             input: Some((at, input)),
+            verified,
         })
     }
 

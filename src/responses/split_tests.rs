@@ -392,3 +392,121 @@ proptest! {
         check(&bytes)?;
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Known items ([`split_known`]): the same result as the full split, on the bodies they came from and on others.
+
+/// The known list of `body`'s first items, through the last one ending in `}` at or before the one `pick` picks
+/// (the last with `None`).
+fn known_of(body: &[u8], pick: Option<prop::sample::Index>) -> Option<Arc<KnownItems>> {
+    let spans = match split(body).ok()?.input? {
+        (_, SplitInput::Items(spans)) if !spans.is_empty() => spans,
+        _ => return None,
+    };
+    let upto = pick.map_or(spans.len() - 1, |p| p.index(spans.len()));
+    let last = (0..=upto)
+        .rev()
+        .find(|j| body.get(spans[*j].end - 1) == Some(&b'}'))?;
+    let spans = &spans[..=last];
+    let start = spans[0].start;
+    let mut digests = crate::responses::known::PrefixDigests::default();
+    digests.extend(&body[start..], spans.iter().map(|s| s.end - start));
+    KnownItems::new(body, spans, &digests.digests).map(Arc::new)
+}
+
+/// What a split made of a body, with whether known items were taken.
+fn splitter_known(body: &[u8], known: &[Arc<KnownItems>]) -> (Outcome, bool) {
+    let verified = matches!(
+        split_known(body, known),
+        Ok(Split {
+            verified: Some(_),
+            ..
+        })
+    );
+    let outcome = match split_known(body, known) {
+        Err(BodyError::NotAnObject(_)) => Outcome::NotAnObject,
+        Err(BodyError::BadInput) => Outcome::BadInput,
+        Ok(s) => {
+            let input_at = s.input.as_ref().map(|(at, _)| *at);
+            let members = s
+                .members
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, span))| (k, (Some(i) != input_at).then_some(span)))
+                .collect();
+            Outcome::Split {
+                members,
+                input: s.input,
+            }
+        }
+    };
+    (outcome, verified)
+}
+
+#[test]
+fn known_items_are_taken_and_the_walk_resumes_after_them() {
+    let first = br#"{"input":[{"a":"x\ny"},{"b":[1,2]}]}"#;
+    let known = known_of(first, None).unwrap();
+    assert_eq!(known.items(), 2);
+    // The next turn: other members, one more item, damage after the known items.
+    let next = br#"{"model":"m","input":[{"a":"x\ny"},{"b":[1,2]} , {"c":"\u00e9"}],"z":true}"#;
+    let (outcome, verified) = splitter_known(next, &[known.clone()]);
+    assert!(verified);
+    assert_eq!(outcome, splitter(next));
+    assert!(is_split(&outcome));
+    let broken = br#"{"model":"m","input":[{"a":"x\ny"},{"b":[1,2]},{"c":"\x"}]}"#;
+    assert_eq!(
+        splitter_known(broken, &[known.clone()]).0,
+        Outcome::NotAnObject
+    );
+    // The known items where they are not the first items, or changed: not taken.
+    let elsewhere = br#"{"input":[0,{"a":"x\ny"},{"b":[1,2]}]}"#;
+    assert_eq!(
+        splitter_known(elsewhere, &[known.clone()]),
+        (splitter(elsewhere), false)
+    );
+    let changed = br#"{"input":[{"a":"x\nz"},{"b":[1,2]}]}"#;
+    assert_eq!(
+        splitter_known(changed, &[known]),
+        (splitter(changed), false)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A body split with its own first items known (shifted against the block boundaries): the same members,
+    /// spans and input as without, and the known items taken.
+    #[test]
+    fn a_body_splits_the_same_with_its_first_items_known(
+        body in body(),
+        shift in 0usize..64,
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let Some(known) = known_of(body.as_bytes(), Some(pick)) else {
+            return Ok(());
+        };
+        let shifted = format!("{}{body}", " ".repeat(shift));
+        let (outcome, verified) = splitter_known(shifted.as_bytes(), &[known]);
+        prop_assert_eq!(outcome, splitter(shifted.as_bytes()));
+        prop_assert!(verified);
+    }
+
+    /// The same bodies damaged, split with the undamaged body's first items known: the same verdict as without,
+    /// and the same spans when both accept.
+    #[test]
+    fn a_damaged_body_splits_the_same_with_known_items(
+        body in body(),
+        pick in any::<prop::sample::Index>(),
+        damages in prop::collection::vec(damage(), 1..4),
+    ) {
+        let Some(known) = known_of(body.as_bytes(), Some(pick)) else {
+            return Ok(());
+        };
+        let mut bytes = body.into_bytes();
+        for d in &damages {
+            apply(&mut bytes, d);
+        }
+        prop_assert_eq!(splitter_known(&bytes, &[known]).0, splitter(&bytes));
+    }
+}
