@@ -59,6 +59,9 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// Where every stage and the sweeper read the time (tests move it by hand instead of sleeping).
     pub clock: Clock,
+    /// Each tenant's recent input item lists: the next body of a conversation is not split again where it repeats
+    /// the last.
+    pub known_inputs: crate::turn::known::KnownInputs,
     request_counter: AtomicU64,
     instance: u64,
 }
@@ -112,6 +115,7 @@ impl AppState {
             stages,
             tasks,
             clock,
+            known_inputs: Default::default(),
             request_counter: AtomicU64::new(0),
             instance,
         })

@@ -41,12 +41,20 @@ pub async fn handle(
     let (outgoing, response_headers) = if has_content_encoding(&parts.headers) {
         (bytes, Vec::new())
     } else {
-        match RequestBody::parse(bytes.clone()) {
+        let tenant = caller.tenant.as_str();
+        // A body shorter than a known list cannot repeat one.
+        let known = if bytes.len() >= crate::turn::known::MIN_BYTES {
+            state.known_inputs.for_tenant(tenant)
+        } else {
+            Vec::new()
+        };
+        match RequestBody::parse_known(bytes.clone(), &known) {
             Err(e) => {
                 tracing::debug!(%request_id, error = %e, "body is not a Responses request; forwarded unchanged");
                 (bytes, Vec::new())
             }
             Ok(parsed) => {
+                state.known_inputs.remember(tenant, &parsed);
                 let mut turn = Turn::new(
                     request_id.clone(),
                     caller.clone(),

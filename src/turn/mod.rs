@@ -12,6 +12,7 @@ pub mod expand;
 pub mod facts;
 pub mod fold;
 pub mod handler;
+pub mod known;
 pub mod memo;
 pub mod stage;
 
