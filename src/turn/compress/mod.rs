@@ -200,7 +200,7 @@ impl Stage for CompressStage {
         let mut head = if turn.expand_active {
             None
         } else {
-            self.heads.find(conversation, items)
+            self.heads.find(conversation, &turn.body)
         };
         let mut scan = Scan::new(self, items, head.as_deref());
         let mut positions = scan.positions(&self.settings);
@@ -234,7 +234,7 @@ impl Stage for CompressStage {
         if candidates.is_empty() && replayed == 0 {
             if !turn.expand_active {
                 let none = (&Settled::default(), &[][..]);
-                self.remember_head(conversation, &scan, head.as_ref(), none, items);
+                self.remember_head(conversation, &scan, head.as_ref(), none, &turn.body);
             }
             return nothing(turn);
         }
@@ -475,7 +475,13 @@ impl Stage for CompressStage {
         }
         if !turn.expand_active {
             let tail = rewrites.get(replayed..).unwrap_or_default();
-            self.remember_head(conversation, &scan, head.as_ref(), (&settled, tail), items);
+            self.remember_head(
+                conversation,
+                &scan,
+                head.as_ref(),
+                (&settled, tail),
+                &turn.body,
+            );
         }
         let markers: Vec<MarkerUse> = rewrites
             .iter()

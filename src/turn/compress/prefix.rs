@@ -4,9 +4,11 @@
 //! changes (prefix stability). So after a turn the stage remembers, per tenant and conversation anchor, how far it
 //! got with every candidate settled — "decided through item k" — with the compressed forms of those items and the
 //! few facts of them that later items still read (where the outputs and user messages stand, the first user
-//! message, the outputs a repeat may point back to). The next turn checks that its first k items are the same bytes
-//! (one hash over the client's bytes of those items: cheaper than a key per item, which the head never needs) and
-//! that the positions that allowed them still allow them; then it replays
+//! message, the outputs a repeat may point back to, and those items' shapes). The next turn checks that its first
+//! k items are the same bytes (the digest of the client's bytes from the first item through item k - 1,
+//! [`RequestBody::head_digest`]: computed while the split verified the known items of the last body, so the head
+//! is hashed once per turn and split not at all) and that the positions that allowed them still allow them; then
+//! it replays
 //! the forms and looks only at items k and later. Anything else falls back to the whole transcript, which is also
 //! what a cold memo or a restart does: the replayed bytes are by construction the ones the full pass would send.
 //!
@@ -17,7 +19,8 @@ use std::sync::Arc;
 
 use super::scan::Scan;
 use super::{CompressStage, Compression};
-use crate::responses::Item;
+use crate::responses::RequestBody;
+use crate::responses::shape::Shape;
 use crate::turn::memo::{Memo, key_of};
 
 /// Conversations remembered per generation; two generations at most.
@@ -30,8 +33,11 @@ const PER_ANCHOR: usize = 4;
 pub(super) struct Decided {
     /// How many leading items are settled.
     pub items: usize,
-    /// Fingerprint of those items' bytes.
+    /// Fingerprint of those items' bytes ([`RequestBody::head_digest`]).
     pub fingerprint: u128,
+    /// The shapes (with longest text) of the items among them that a later turn reads: the first user message and
+    /// the last outputs. Read from here, they need no key of their own (a hash of the item's bytes) to be found.
+    pub shapes: Vec<(usize, Arc<(Shape, usize)>)>,
     /// The compressed forms among them, in order.
     pub rewrites: Vec<(usize, Arc<Compression>)>,
     /// Candidates among them skipped every turn for their tool (counted on every turn, as the full pass does).
@@ -56,31 +62,25 @@ pub(super) struct Decided {
 }
 
 impl Decided {
-    /// Seals a head of the transcript `items`, settled through `self.items`; `None` when its items are not all
-    /// the client's bytes (nothing then recognises it on a later turn).
-    pub fn seal(mut self, items: &[Item]) -> Option<Decided> {
-        self.fingerprint = fingerprint(items.get(..self.items)?)?;
+    /// Seals a head of the transcript in `body`, settled through `self.items`; `None` when its items are not all
+    /// the client's bytes where the client put them (nothing then recognises it on a later turn).
+    pub fn seal(mut self, body: &RequestBody) -> Option<Decided> {
+        self.fingerprint = body.head_digest(self.items)?;
         Some(self)
     }
 
-    fn matches(&self, items: &[Item]) -> bool {
-        self.items > 0
-            && items
-                .get(..self.items)
-                .and_then(fingerprint)
-                .is_some_and(|f| f == self.fingerprint)
+    fn matches(&self, body: &RequestBody) -> bool {
+        self.items > 0 && body.head_digest(self.items) == Some(self.fingerprint)
     }
-}
 
-/// One hash over the client's bytes of `items` (each with its length); `None` if one is not the client's.
-fn fingerprint(items: &[Item]) -> Option<u128> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    for item in items {
-        let raw = item.raw_bytes()?;
-        h.update(&(raw.len() as u64).to_le_bytes());
-        h.update(raw);
+    /// The remembered shape of item `i`, if it is one a later turn reads.
+    pub fn shape(&self, i: usize) -> Option<Arc<(Shape, usize)>> {
+        self.shapes
+            .binary_search_by_key(&i, |(at, _)| *at)
+            .ok()
+            .and_then(|at| self.shapes.get(at))
+            .map(|(_, s)| s.clone())
     }
-    Some(h.digest128())
 }
 
 /// The settled heads of recent conversations, by tenant and anchor.
@@ -102,11 +102,11 @@ pub(super) fn conversation_key(tenant: &str, anchor_key: &str) -> u128 {
 }
 
 impl Heads {
-    /// The longest remembered head that the transcript `items` starts with.
-    pub fn find(&self, conversation: u128, items: &[Item]) -> Option<Arc<Decided>> {
+    /// The longest remembered head that the transcript in `body` starts with.
+    pub fn find(&self, conversation: u128, body: &RequestBody) -> Option<Arc<Decided>> {
         let mut heads: Vec<Arc<Decided>> = self.memo.get(conversation)?.as_ref().clone();
         heads.sort_by_key(|d| std::cmp::Reverse(d.items));
-        heads.into_iter().find(|d| d.matches(items))
+        heads.into_iter().find(|d| d.matches(body))
     }
 
     /// Remembers `head` for the conversation, in place of `replaced` (the head this turn started from) or of the
@@ -158,7 +158,7 @@ impl CompressStage {
         scan: &Scan,
         head: Option<&Arc<Decided>>,
         (settled, rewrites): (&Settled, &[(usize, Arc<Compression>)]),
-        transcript: &[Item],
+        body: &RequestBody,
     ) {
         let through = settled.first_open.unwrap_or(scan.len());
         if head.is_some_and(|h| h.items >= through) {
@@ -185,7 +185,7 @@ impl CompressStage {
             ..Decided::default()
         };
         let previous = head.map(Arc::as_ref);
-        if let Some(sealed) = scan.seal(&self.settings, previous, through, decided, transcript) {
+        if let Some(sealed) = scan.seal(&self.settings, previous, through, decided, body) {
             self.heads.remember(conversation, head, sealed);
         }
     }
@@ -213,14 +213,12 @@ mod tests {
             items,
             ..Decided::default()
         }
-        .seal(b.items().unwrap())
+        .seal(&b)
         .unwrap()
     }
 
     fn find(heads: &Heads, conv: u128, ids: &[u32]) -> Option<usize> {
-        heads
-            .find(conv, body(ids).items().unwrap())
-            .map(|d| d.items)
+        heads.find(conv, &body(ids)).map(|d| d.items)
     }
 
     #[test]
@@ -235,7 +233,30 @@ mod tests {
         // Items a stage rewrote are not the client's bytes: no head is sealed or found on them.
         let mut b = body(&[1, 2]);
         b.replace_item(1, serde_json::json!({"n": 2}));
-        assert!(heads.find(conv, b.items().unwrap()).is_none());
+        assert!(heads.find(conv, &b).is_none());
+        // Nor on the client's items moved from where the client put them.
+        let mut b = body(&[7, 1, 2]);
+        let mut items = b.take_items().unwrap();
+        items.remove(0);
+        b.replace_items(items);
+        assert!(heads.find(conv, &b).is_none());
+    }
+
+    #[test]
+    fn a_head_is_the_same_bytes_separators_included() {
+        let heads = Heads::default();
+        let conv = conversation_key("t", "a");
+        heads.remember(conv, None, head(2, &[1, 2, 3]));
+        let spaced = RequestBody::parse(bytes::Bytes::from(
+            r#"{"input":[{"n":1}, {"n":2},{"n":3}]}"#,
+        ))
+        .unwrap();
+        assert!(heads.find(conv, &spaced).is_none());
+        let same = RequestBody::parse(bytes::Bytes::from(
+            r#"{"model":"x","input":[{"n":1},{"n":2}]}"#,
+        ))
+        .unwrap();
+        assert_eq!(heads.find(conv, &same).map(|d| d.items), Some(2));
     }
 
     #[test]
@@ -247,7 +268,7 @@ mod tests {
         assert_eq!(find(&heads, conv, &[1, 2, 7]), Some(2));
         assert_eq!(find(&heads, conv, &[1, 5, 7]), Some(2));
         // A longer head of the first replaces the one it grew from.
-        let first = heads.find(conv, body(&[1, 2, 7]).items().unwrap()).unwrap();
+        let first = heads.find(conv, &body(&[1, 2, 7])).unwrap();
         heads.remember(conv, Some(&first), head(3, &[1, 2, 7]));
         assert_eq!(find(&heads, conv, &[1, 2, 7, 8]), Some(3));
         assert_eq!(heads.memo.get(conv).unwrap().len(), 2);

@@ -2,8 +2,9 @@
 //!
 //! Items before that point were settled on an earlier turn ([`super::prefix`]): of them the stage reads only what
 //! a later item depends on — where the last outputs and user messages stand (positions), the first user message
-//! (query terms), the outputs a repeat may point back to, the calls of the new outputs. Those few shapes are looked
-//! up; the rest of the head is not touched. With no settled head the view starts at the first item and is exactly
+//! (query terms), the outputs a repeat may point back to, the calls of the new outputs. Those few shapes are taken
+//! from the head (which remembers those of the first user message and the last outputs) or looked up; the rest of
+//! the head is not touched. With no settled head the view starts at the first item and is exactly
 //! the whole transcript.
 
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use super::positions::{Positions, agent_steps};
 use super::prefix::Decided;
 use crate::config::compress::CompressSettings;
 use crate::ctxzip::repeats::WINDOW;
-use crate::responses::Item;
 use crate::responses::shape::Shape;
+use crate::responses::{Item, RequestBody};
 
 pub(super) struct Scan {
     /// The first item examined this turn.
@@ -85,7 +86,9 @@ impl Scan {
         let read: Vec<usize> = read.collect();
         for i in read {
             if shapes[i].is_none() {
-                shapes[i] = stage.shape(&items[i]);
+                shapes[i] = head
+                    .and_then(|h| h.shape(i))
+                    .or_else(|| stage.shape(&items[i]));
             }
         }
         let mut j = start;
@@ -182,7 +185,7 @@ impl Scan {
         previous: Option<&Decided>,
         items: usize,
         decided: Decided,
-        transcript: &[Item],
+        body: &RequestBody,
     ) -> Option<Decided> {
         let before = |v: &[usize], keep: usize| -> Vec<usize> {
             let until = v.partition_point(|i| *i < items);
@@ -209,6 +212,16 @@ impl Scan {
             head.last_allowed_output = head.last_allowed_output.or(p.last_allowed_output);
             head.last_allowed_live = head.last_allowed_live.or(p.last_allowed_live);
         }
-        head.seal(transcript)
+        // The shapes the next turn reads of this head: this view read them all (they are among its outputs, or
+        // its first user message).
+        let mut read: Vec<usize> = head.first_user.into_iter().collect();
+        read.extend(head.recent_outputs.iter().copied());
+        read.sort_unstable();
+        read.dedup();
+        head.shapes = read
+            .into_iter()
+            .filter_map(|i| Some((i, self.shapes.get(i)?.clone()?)))
+            .collect();
+        head.seal(body)
     }
 }
