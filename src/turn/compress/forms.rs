@@ -263,7 +263,7 @@ impl CompressStage {
     /// Moves the expiry of originals still in use forward, in the background: a marker that reaches the model stays
     /// expandable for at least the TTL after the last request that carried it. The new expiry has a little slack
     /// so that a conversation's every turn does not cost a store write.
-    pub(super) fn refresh(&self, tenant: &str, markers: &[MarkerUse]) {
+    pub(super) fn refresh(&self, tenant: &str, markers: &[&MarkerUse]) {
         let ttl = self.settings.ttl.as_secs();
         let slack = crate::store::records::refresh_slack(ttl);
         let now = self.records.now();

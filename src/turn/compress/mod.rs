@@ -483,10 +483,8 @@ impl Stage for CompressStage {
                 &turn.body,
             );
         }
-        let markers: Vec<MarkerUse> = rewrites
-            .iter()
-            .flat_map(|(_, c)| c.markers.iter().cloned())
-            .collect();
+        // Borrowed from the forms: a long transcript's every turn carries all of its markers again.
+        let markers: Vec<&MarkerUse> = rewrites.iter().flat_map(|(_, c)| &c.markers).collect();
         let wire_saved: u64 = markers.iter().map(|m| m.saved_tokens).sum();
         self.refresh(&tenant, &markers);
         let count = rewrites.len();
