@@ -235,7 +235,7 @@ fn a_body_parsed_with_known_items_is_the_same_body_with_the_same_digests() {
     let known = std::sync::Arc::new(earlier.known_items().unwrap());
     let later = Bytes::from(text(8));
     let full = RequestBody::parse(later.clone()).unwrap();
-    let fast = RequestBody::parse_known(later.clone(), &[known.clone()]).unwrap();
+    let fast = RequestBody::parse_known(later.clone(), std::slice::from_ref(&known)).unwrap();
     assert_eq!(fast.known_used(), Some(known.hash()));
     assert_eq!(full.known_used(), None);
     let raw = |b: &RequestBody| -> Vec<Vec<u8>> {

@@ -229,11 +229,13 @@ mod tests {
     #[test]
     fn a_list_that_does_not_end_with_an_object_is_not_kept() {
         let body = br#"[{"a":1},2]"#;
-        assert!(KnownItems::new(body, &[1..8, 9..10], &[0, 0]).is_none());
+        let both = [1..8, 9..10];
+        let first = &both[..1];
+        assert!(KnownItems::new(body, &both, &[0, 0]).is_none());
         assert!(KnownItems::new(body, &[], &[]).is_none());
-        assert!(KnownItems::new(body, &[1..8], &[0]).is_some());
+        assert!(KnownItems::new(body, first, &[0]).is_some());
         assert!(
-            KnownItems::new(body, &[1..8], &[]).is_none(),
+            KnownItems::new(body, first, &[]).is_none(),
             "a digest missing"
         );
     }
