@@ -11,7 +11,7 @@ use super::split::{SplitInput, split_known};
 use bytes::Bytes;
 use serde_json::Value;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One member of the top-level object: a slice of the original body until a stage replaces it.
 #[derive(Debug)]
@@ -152,8 +152,9 @@ pub struct RequestBody {
     /// Where the client's input items stood in `original`.
     item_spans: Vec<Range<usize>>,
     /// The digests of the client's item prefixes ([`super::known`]): taken over from the known item list the
-    /// first items were, else computed when first asked for.
-    digests: OnceLock<PrefixDigests>,
+    /// first items were, and extended as far as a stage asks (a turn's settled head ends before its live zone,
+    /// whose items need not be hashed for it).
+    digests: Mutex<PrefixDigests>,
     /// The hash of the known item list the first items were, if any.
     known: Option<u128>,
 }
@@ -195,17 +196,8 @@ impl RequestBody {
             }
         });
         let (digests, known) = match split.verified {
-            Some(mut verified) => {
-                // The items after the known ones are hashed on now: few, on a turn that follows another.
-                let start = item_spans.first().map_or(0, |s| s.start);
-                let rest = item_spans.iter().skip(verified.digests.digests.len());
-                let ends = rest.map(|s| s.end - start);
-                verified
-                    .digests
-                    .extend(original.get(start..).unwrap_or_default(), ends);
-                (OnceLock::from(verified.digests), Some(verified.known))
-            }
-            None => (OnceLock::new(), None),
+            Some(verified) => (verified.digests, Some(verified.known)),
+            None => (PrefixDigests::default(), None),
         };
         let members = split
             .members
@@ -236,23 +228,21 @@ impl RequestBody {
             changed: false,
             input_changed: false,
             item_spans,
-            digests,
+            digests: Mutex::new(digests),
             known,
         })
     }
 
-    /// The digests of the client's item prefixes, computed on first use.
-    fn digests(&self) -> &[u128] {
-        &self
-            .digests
-            .get_or_init(|| {
-                let mut digests = PrefixDigests::default();
-                let start = self.item_spans.first().map_or(0, |s| s.start);
-                let ends = self.item_spans.iter().map(|s| s.end - start);
-                digests.extend(self.original.get(start..).unwrap_or_default(), ends);
-                digests
-            })
-            .digests
+    /// The digests of the client's item prefixes, hashed on through item `k - 1` (`None` past the last item).
+    fn digests_through(&self, k: usize) -> Option<std::sync::MutexGuard<'_, PrefixDigests>> {
+        let mut digests = self.digests.lock().unwrap_or_else(|p| p.into_inner());
+        let done = digests.digests.len();
+        if done < k {
+            let start = self.item_spans.first()?.start;
+            let ends = self.item_spans.get(done..k)?.iter().map(|s| s.end - start);
+            digests.extend(self.original.get(start..)?, ends);
+        }
+        (digests.digests.len() >= k).then_some(digests)
     }
 
     /// The digest of the client's bytes from the first input item through item `k - 1` (the separators between
@@ -268,7 +258,7 @@ impl RequestBody {
         {
             return None;
         }
-        self.digests().get(k - 1).copied()
+        self.digests_through(k)?.digests.get(k - 1).copied()
     }
 
     /// How many bytes the client's input items span, first item's first byte to last item's last.
@@ -281,7 +271,8 @@ impl RequestBody {
 
     /// The client's input items as a known list for the tenant's next body ([`super::known`]).
     pub fn known_items(&self) -> Option<KnownItems> {
-        KnownItems::new(&self.original, &self.item_spans, self.digests())
+        let digests = self.digests_through(self.item_spans.len())?;
+        KnownItems::new(&self.original, &self.item_spans, &digests.digests)
     }
 
     /// The hash of the known item list this body's first items were taken from, if any.
