@@ -87,13 +87,20 @@ impl KnownItems {
         self.hash
     }
 
+    /// Whether `rest` (the body from a first item's first byte) is long enough for this list and has its first
+    /// and last bytes where the list has them: the cheap test before [`Self::verify`] hashes them all.
+    pub fn may_match(&self, rest: &[u8]) -> bool {
+        rest.get(..self.len)
+            .is_some_and(|bytes| bytes.starts_with(&self.first) && bytes.ends_with(&self.last))
+    }
+
     /// Whether `rest` (the body from a first item's first byte) begins with exactly this list's bytes; if so,
     /// the items' spans (offset by `at`, where `rest` begins in the body) and the digests computed on the way.
     pub fn verify(&self, rest: &[u8], at: usize) -> Option<(Vec<Range<usize>>, Verified)> {
-        let bytes = rest.get(..self.len)?;
-        if !bytes.starts_with(&self.first) || !bytes.ends_with(&self.last) {
+        if !self.may_match(rest) {
             return None;
         }
+        let bytes = rest.get(..self.len)?;
         let mut state = Xxh3::new();
         state.update(bytes);
         if state.digest128() != self.hash {

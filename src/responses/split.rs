@@ -313,7 +313,11 @@ impl<'a> Walk<'a> {
         let Some(rest) = self.body.get(at..) else {
             return false;
         };
-        let Some((spans, verified)) = self.known.iter().find_map(|k| k.verify(rest, at)) else {
+        // Lists whose edges match but whose bytes differ (history the client edited) cost a hash of their
+        // length each: at most [`MAX_HASHED`] are hashed, so a body costs a bounded multiple of one pass.
+        let candidates = self.known.iter().filter(|k| k.may_match(rest));
+        let found = candidates.take(MAX_HASHED).find_map(|k| k.verify(rest, at));
+        let Some((spans, verified)) = found else {
             return false;
         };
         let Some(end) = spans.last().map(|s| s.end) else {
@@ -493,6 +497,9 @@ impl<'a> Walk<'a> {
 }
 
 const NOT_UTF8: &str = "a byte that is not UTF-8";
+
+/// Known lists hashed at most per body ([`Walk::take_known`]).
+const MAX_HASHED: usize = 2;
 
 /// The offset (from `base`) of the first byte of `bytes` that is not UTF-8.
 fn first_non_utf8(bytes: &[u8], base: usize) -> Option<usize> {

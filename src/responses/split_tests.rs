@@ -505,3 +505,25 @@ proptest! {
         prop_assert_eq!(splitter_known(&bytes, &[known]).0, splitter(&bytes));
     }
 }
+
+#[test]
+fn at_most_two_known_lists_are_hashed_for_a_body() {
+    let text = |mid: char| {
+        let pad = "x".repeat(40);
+        format!(r#"{{"input":[{{"a":"{pad}{mid}{pad}"}},{{"b":2}}]}}"#)
+    };
+    let lists: Vec<Arc<KnownItems>> = ['p', 'q', 'r']
+        .into_iter()
+        .filter_map(|mid| known_of(text(mid).as_bytes(), None))
+        .collect();
+    assert_eq!(lists.len(), 3);
+    let body = text('r');
+    // The first two lists have the body's edges but not its bytes: each costs a hash, and then none is left.
+    assert_eq!(
+        splitter_known(body.as_bytes(), &lists),
+        (splitter(body.as_bytes()), false)
+    );
+    let (outcome, verified) =
+        splitter_known(body.as_bytes(), &[lists[0].clone(), lists[2].clone()]);
+    assert_eq!((outcome, verified), (splitter(body.as_bytes()), true));
+}
