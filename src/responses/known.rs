@@ -101,13 +101,13 @@ impl KnownItems {
             return None;
         }
         let bytes = rest.get(..self.len)?;
-        let mut state = Xxh3::new();
+        let mut state = Box::new(Xxh3::new());
         state.update(bytes);
         if state.digest128() != self.hash {
             return None;
         }
         let digests = PrefixDigests {
-            state,
+            state: Some(state),
             hashed: self.len,
             digests: self.digests.clone(),
         };
@@ -137,7 +137,9 @@ pub struct Verified {
 /// The digests of a body's item prefixes, computed in one streaming pass from the first item's first byte.
 #[derive(Clone, Default)]
 pub struct PrefixDigests {
-    state: Xxh3,
+    /// Boxed, and made when first needed: the state is some 600 bytes, and a body (so every turn's future, moved
+    /// whole into its box) would carry them inline, hashed or not.
+    state: Option<Box<Xxh3>>,
     /// How many bytes (from the first item's first byte) the state has taken in.
     hashed: usize,
     /// Digest `k` covers items `..=k`.
@@ -172,9 +174,10 @@ impl PrefixDigests {
             let Some(more) = bytes.get(self.hashed..end) else {
                 break;
             };
-            self.state.update(more);
+            let state = self.state.get_or_insert_with(|| Box::new(Xxh3::new()));
+            state.update(more);
             self.hashed = end;
-            self.digests.push(self.state.digest128());
+            self.digests.push(state.digest128());
         }
     }
 }
