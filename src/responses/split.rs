@@ -50,20 +50,31 @@ pub enum SplitInput {
 pub fn split(body: &[u8]) -> Result<Split, BodyError> {
     let mut walk = Walk::new(body);
     let mut scanner = Scanner::default();
-    let chunks = body.chunks_exact(64);
-    let tail = chunks.remainder();
-    let blocks = chunks.filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok());
-    // The last bytes padded with spaces: whitespace, so they neither open nor close anything.
     let mut padded = [b' '; 64];
-    for (to, from) in padded.iter_mut().zip(tail) {
-        *to = *from;
-    }
     // One call site, so the block's work is inlined into this loop.
-    let last = (!tail.is_empty()).then_some(&padded);
-    for (block, base) in blocks.chain(last).zip((0..).step_by(64)) {
+    for (block, base) in blocks_of(body, &mut padded) {
         walk.block(block, base, &mut scanner)?;
     }
     walk.finish()
+}
+
+/// `bytes` as 64-byte blocks with their offsets; the last bytes are copied into `padded`, a block of spaces:
+/// whitespace, so the padding neither opens nor closes anything.
+#[inline(always)]
+fn blocks_of<'a>(
+    bytes: &'a [u8],
+    padded: &'a mut [u8; 64],
+) -> impl Iterator<Item = (&'a [u8; 64], usize)> + 'a {
+    let chunks = bytes.chunks_exact(64);
+    let tail = chunks.remainder();
+    for (to, from) in padded.iter_mut().zip(tail) {
+        *to = *from;
+    }
+    let last = (!tail.is_empty()).then_some(&*padded);
+    chunks
+        .filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok())
+        .chain(last)
+        .zip((0..).step_by(64))
 }
 
 /// Where the object or array whose bracket is at `at` ends (the byte after its close), found with stage 1 alone:
@@ -77,15 +88,8 @@ pub fn container_end(b: &[u8], at: usize) -> Option<usize> {
     }
     let mut scanner = Scanner::default();
     let mut depth = 0u32;
-    let chunks = rest.chunks_exact(64);
-    let tail = chunks.remainder();
-    let blocks = chunks.filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok());
     let mut padded = [b' '; 64];
-    for (to, from) in padded.iter_mut().zip(tail) {
-        *to = *from;
-    }
-    let last = (!tail.is_empty()).then_some(&padded);
-    for (block, base) in blocks.chain(last).zip((0usize..).step_by(64)) {
+    for (block, base) in blocks_of(rest, &mut padded) {
         let outside = !scanner.strings(block);
         let brackets = blocks::simd::brackets(block);
         let (open, close) = (brackets.open & outside, brackets.close & outside);

@@ -42,6 +42,13 @@ pub(super) struct Block {
     pub non_ascii: bool,
 }
 
+/// What a block's backslashes and quotes make of it.
+struct Strings {
+    escaped: u64,
+    quotes: u64,
+    in_string: u64,
+}
+
 /// The state carried from one block to the next.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Scanner {
@@ -57,14 +64,11 @@ impl Scanner {
     #[inline(always)]
     pub fn classify(&mut self, block: &[u8; 64]) -> Block {
         let bytes = simd::byte_masks(block);
-        let escaped = self.escaped_bytes(bytes.backslash);
-        let quotes = bytes.quote & !escaped;
-        // Inside a long string most blocks have no unescaped quote.
-        let in_string = match quotes {
-            0 => self.in_string,
-            _ => prefix_xor(quotes) ^ self.in_string,
-        };
-        self.in_string = 0u64.wrapping_sub(in_string >> 63);
+        let Strings {
+            escaped,
+            quotes,
+            in_string,
+        } = self.strings_of(&bytes);
         let outside = !in_string;
         let mut structurals = quotes;
         if outside == 0 {
@@ -88,15 +92,25 @@ impl Scanner {
     /// into the next block as [`Scanner::classify`] does: all a caller that only counts brackets needs.
     #[inline(always)]
     pub fn strings(&mut self, block: &[u8; 64]) -> u64 {
-        let bytes = simd::byte_masks(block);
+        self.strings_of(&simd::byte_masks(block)).in_string
+    }
+
+    /// The escaped bytes, the unescaped quotes and the bytes inside strings, with the carries updated.
+    #[inline(always)]
+    fn strings_of(&mut self, bytes: &ByteMasks) -> Strings {
         let escaped = self.escaped_bytes(bytes.backslash);
         let quotes = bytes.quote & !escaped;
+        // Inside a long string most blocks have no unescaped quote.
         let in_string = match quotes {
             0 => self.in_string,
             _ => prefix_xor(quotes) ^ self.in_string,
         };
         self.in_string = 0u64.wrapping_sub(in_string >> 63);
-        in_string
+        Strings {
+            escaped,
+            quotes,
+            in_string,
+        }
     }
 
     /// The bytes of this block that a backslash escapes, carrying a backslash run into the next block (simdjson's
