@@ -15,22 +15,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::merge::restore_instructions;
-
-/// The members of a response object this module reads; every other member is skipped without being copied.
-#[derive(Deserialize)]
-struct Members<'a> {
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    output: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    tools: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    instructions: Option<&'a RawValue>,
-}
+use super::skim;
 
 /// What classifies an item or a tool: its type and name (all else skipped).
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Head<'a> {
     #[serde(rename = "type", default, borrow)]
     pub(crate) kind: Option<Cow<'a, str>>,
@@ -38,81 +26,81 @@ pub(crate) struct Head<'a> {
     pub(crate) name: Option<Cow<'a, str>>,
 }
 
-impl Head<'_> {
+impl<'a> Head<'a> {
     pub(crate) fn is_function(&self, name: &str) -> bool {
         self.kind.as_deref() == Some("function_call") && self.name.as_deref() == Some(name)
     }
-}
 
-/// What the stream's light path reads of a lifecycle event's `response` object, in the same pass as the event's
-/// head: the response's identity and where its echoed members stand. Only a JSON object is accepted (a derived
-/// struct would also read an array positionally), and a repeated member fails the parse, so the caller takes the
-/// full path for anything odd.
-pub(crate) struct ResponseEcho<'a> {
-    pub(crate) id: Option<Cow<'a, str>>,
-    pub(crate) created_at: Option<&'a RawValue>,
-    tools: Option<&'a RawValue>,
-    instructions: Option<&'a RawValue>,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for ResponseEcho<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = ResponseEcho<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a response object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                fn once<'de, T: Deserialize<'de>, A: serde::de::MapAccess<'de>>(
-                    slot: &mut Option<Option<T>>,
-                    map: &mut A,
-                    name: &'static str,
-                ) -> Result<(), A::Error> {
-                    if slot.is_some() {
-                        return Err(serde::de::Error::duplicate_field(name));
-                    }
-                    *slot = Some(map.next_value()?);
-                    Ok(())
-                }
-                let (mut id, mut created_at, mut tools, mut instructions) =
-                    (None, None, None, None);
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "id" => once(&mut id, &mut map, "id")?,
-                        "created_at" => once(&mut created_at, &mut map, "created_at")?,
-                        "tools" => once(&mut tools, &mut map, "tools")?,
-                        "instructions" => once(&mut instructions, &mut map, "instructions")?,
-                        _ => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(ResponseEcho {
-                    id: id.flatten(),
-                    created_at: created_at.flatten(),
-                    tools: tools.flatten(),
-                    instructions: instructions.flatten(),
-                })
+    /// The head of the object at `at` of `b`, read with [`skim`], and where the object ends; `None` for anything
+    /// but an object whose `type` and `name` (each at most once) are strings or null.
+    pub(crate) fn read(b: &'a [u8], at: usize) -> Option<(Head<'a>, usize)> {
+        let (mut kind, mut name) = (None, None);
+        let mut members = skim::members(b, at);
+        while let Some(member) = members.next() {
+            match member?.key()?.as_ref() {
+                b"type" => skim::once(&mut kind, &mut members, skim::string)?,
+                b"name" => skim::once(&mut name, &mut members, skim::string)?,
+                _ => {}
             }
         }
-        d.deserialize_map(V(std::marker::PhantomData))
+        let head = Head {
+            kind: kind.flatten(),
+            name: name.flatten(),
+        };
+        Some((head, members.end()?))
+    }
+}
+
+/// What the stream's light path reads of a lifecycle event's `response` object: the response's identity and
+/// where its echoed members stand (ranges of the event's data).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResponseEcho<'a> {
+    pub(crate) id: Option<Cow<'a, str>>,
+    pub(crate) created_at: Option<Range<usize>>,
+    echo: Echo,
+}
+
+impl<'a> ResponseEcho<'a> {
+    /// The response object at `at` of `b`, read with [`skim`], and where it ends. `None` for anything but an
+    /// object read to its end, or one that repeats a member read here (serde refused those too): the caller then
+    /// takes the full path.
+    pub(crate) fn read(b: &'a [u8], at: usize) -> Option<(ResponseEcho<'a>, usize)> {
+        let (mut id, mut created_at, mut tools, mut instructions) = (None, None, None, None);
+        let mut members = skim::members(b, at);
+        while let Some(member) = members.next() {
+            match member?.key()?.as_ref() {
+                b"id" => skim::once(&mut id, &mut members, skim::string)?,
+                b"created_at" => skim::once(&mut created_at, &mut members, span)?,
+                b"tools" => skim::once(&mut tools, &mut members, span)?,
+                b"instructions" => skim::once(&mut instructions, &mut members, span)?,
+                _ => {}
+            }
+        }
+        let echo = ResponseEcho {
+            id: id.flatten(),
+            created_at: created_at.flatten(),
+            echo: Echo {
+                tools: tools.flatten(),
+                instructions: instructions.flatten(),
+            },
+        };
+        Some((echo, members.end()?))
+    }
+
+    /// Where the echoed `tools` and `instructions` stand.
+    #[cfg(test)]
+    pub(crate) fn echo_ranges(&self) -> (Option<Range<usize>>, Option<Range<usize>>) {
+        (self.echo.tools.clone(), self.echo.instructions.clone())
     }
 }
 
 /// The event's `data` with the echoed tool and directive taken out of the `response` object `echo` was read
-/// from (`data` is the text it was parsed from); `None` when nothing had to change. The splice is remembered per
+/// from (`data` is the text it was read from); `None` when nothing had to change. The splice is remembered per
 /// thread, as for [`client_view`]: every stream of a conversation echoes the same members.
 pub(crate) fn strip_echo(data: &str, echo: &ResponseEcho<'_>, expand_tool: &str) -> Option<String> {
-    let bytes = data.as_bytes();
-    let at = Echo {
-        tools: echo.tools.map(|r| span(bytes, r)),
-        instructions: echo.instructions.map(|r| span(bytes, r)),
-    };
-    let restored = with_thread_cache(|cache| client_view_cached(bytes, &at, expand_tool, cache))?;
+    let restored = with_thread_cache(|cache| {
+        client_view_cached(data.as_bytes(), &echo.echo, expand_tool, cache)
+    })?;
     String::from_utf8(restored).ok()
 }
 
@@ -134,39 +122,56 @@ pub struct Glance {
 }
 
 /// Where the echoed `tools` and `instructions` stand in the bytes being spliced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Echo {
     tools: Option<Range<usize>>,
     instructions: Option<Range<usize>>,
 }
 
-fn span(base: &[u8], raw: &RawValue) -> Range<usize> {
+/// A member's value read as where it stands.
+fn span(_: &[u8], value: Range<usize>) -> Option<Range<usize>> {
+    Some(value)
+}
+
+fn raw_span(base: &[u8], raw: &RawValue) -> Range<usize> {
     let start = raw.get().as_ptr() as usize - base.as_ptr() as usize;
     start..start + raw.get().len()
 }
 
-/// Reads a response object's `output` item heads and the spans of `tools` and `instructions`, in one pass that
-/// allocates nothing for the members it skips. `None` when the bytes are not a JSON object (or repeat a member
-/// this module reads): the caller then takes the full path.
+/// Reads a response object's `output` item heads and the spans of `tools` and `instructions` with [`skim`],
+/// copying nothing it skips. `None` when the bytes are not one JSON object (or repeat a member this module
+/// reads, or hold an `output` skim cannot follow): the caller then takes the full path.
 pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
-    // A derived struct also reads a JSON array (positionally): only an object is a response.
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+    let (mut id, mut output, mut tools, mut instructions) = (None, None, None, None);
+    let mut members = skim::members(bytes, 0);
+    while let Some(member) = members.next() {
+        match member?.key()?.as_ref() {
+            b"id" => skim::once(&mut id, &mut members, skim::string)?,
+            b"output" => skim::once(&mut output, &mut members, span)?,
+            b"tools" => skim::once(&mut tools, &mut members, span)?,
+            b"instructions" => skim::once(&mut instructions, &mut members, span)?,
+            _ => {}
+        }
+    }
+    if !skim::only_ws_after(bytes, members.end()?) {
         return None;
     }
-    let members: Members<'_> = serde_json::from_slice(bytes).ok()?;
-    let expand_call = match members.output {
+    let expand_call = match output.flatten() {
         None => false,
-        Some(raw) => match serde_json::from_str::<Vec<Head<'_>>>(raw.get()) {
-            Ok(items) => items.iter().any(|i| i.is_function(expand_tool)),
-            Err(_) => serde_json::from_str::<serde::de::IgnoredAny>(raw.get()).is_err(),
-        },
+        // Only an array holds items; an item that is not an object is not a call.
+        Some(range) if bytes.get(range.start) == Some(&b'[') => {
+            skim::elements(bytes, range.start)?.iter().any(|item| {
+                Head::read(bytes, item.start).is_some_and(|(h, _)| h.is_function(expand_tool))
+            })
+        }
+        Some(_) => false,
     };
     Some(Glance {
-        id: members.id.map(Cow::into_owned),
+        id: id.flatten().map(Cow::into_owned),
         expand_call,
         echo: Echo {
-            tools: members.tools.map(|r| span(bytes, r)),
-            instructions: members.instructions.map(|r| span(bytes, r)),
+            tools: tools.flatten(),
+            instructions: instructions.flatten(),
         },
     })
 }
@@ -258,7 +263,7 @@ pub fn client_view_cached(
 /// `None` when the tool is not there.
 fn strip_tool(array: &[u8], expand_tool: &str) -> Option<Vec<u8>> {
     let elements: Vec<&RawValue> = serde_json::from_slice(array).ok()?;
-    let spans: Vec<Range<usize>> = elements.iter().map(|e| span(array, e)).collect();
+    let spans: Vec<Range<usize>> = elements.iter().map(|e| raw_span(array, e)).collect();
     let dropped: Vec<usize> = elements
         .iter()
         .enumerate()
@@ -299,7 +304,7 @@ fn strip_tool(array: &[u8], expand_tool: &str) -> Option<Vec<u8>> {
 /// `None` when the event has no such echo (or is not a JSON object).
 pub fn strip_event(data: &str, expand_tool: &str) -> Option<String> {
     let event: EventResponse<'_> = serde_json::from_str(data).ok()?;
-    let range = span(data.as_bytes(), event.response?);
+    let range = raw_span(data.as_bytes(), event.response?);
     strip_response(data, range, expand_tool, &mut EchoCache::default())
 }
 
@@ -322,133 +327,5 @@ fn strip_response(
 }
 
 #[cfg(test)]
-mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test fails loudly on what it did not expect"
-    )]
-    use super::*;
-    use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
-    use serde_json::{Value, json};
-
-    fn pretty_answer(output: Value) -> Vec<u8> {
-        let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
-        let answer = json!({"id":"resp_1","output":output,"instructions":append_directive(Some("be brief")),
-            "tools":tools,"usage":{"input_tokens":3}});
-        serde_json::to_vec_pretty(&answer).unwrap()
-    }
-
-    #[test]
-    fn only_the_echoed_members_change() {
-        let bytes = pretty_answer(json!([{"type":"message","content":[]}]));
-        let g = glance(&bytes, EXPAND_TOOL).unwrap();
-        assert!(!g.expand_call);
-        let out = client_view(&bytes, &g, EXPAND_TOOL).unwrap();
-        let v: Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v["tools"], json!([{"type":"function","name":"shell"}]));
-        assert_eq!(v["instructions"], "be brief");
-        let text = String::from_utf8(out).unwrap();
-        let before = String::from_utf8(bytes.clone()).unwrap();
-        // Everything up to the instructions member and the usage after the tools stays as sent.
-        let head = before.split("\"instructions\"").next().unwrap();
-        assert!(text.starts_with(head));
-        assert!(text.ends_with(before.split("\"usage\"").nth(1).unwrap()));
-        assert!(!text.contains(EXPAND_TOOL));
-    }
-
-    #[test]
-    fn calls_are_seen_and_odd_bodies_are_refused() {
-        let call = json!([{"type":"function_call","name":EXPAND_TOOL,"arguments":"{}"}]);
-        assert!(
-            glance(&pretty_answer(call), EXPAND_TOOL)
-                .unwrap()
-                .expand_call
-        );
-        assert!(glance(b"[1,2]", EXPAND_TOOL).is_none());
-        assert!(glance(b"{\"output\":", EXPAND_TOOL).is_none());
-        let odd = glance(br#"{"output":{"a":1},"tools":7}"#, EXPAND_TOOL).unwrap();
-        assert!(!odd.expand_call);
-        assert!(client_view(br#"{"output":{"a":1},"tools":7}"#, &odd, EXPAND_TOOL).is_none());
-    }
-
-    #[test]
-    fn the_tool_is_cut_wherever_it_stands() {
-        let t = serde_json::to_string(&tool_definition()).unwrap();
-        for (array, want) in [
-            (format!("[{t}]"), "[]".to_string()),
-            (
-                format!("[ {t} , {{\"type\":\"x\"}} ]"),
-                "[ {\"type\":\"x\"} ]".to_string(),
-            ),
-            (
-                format!("[{{\"type\":\"x\"}},\n  {t}\n]"),
-                "[{\"type\":\"x\"}\n]".to_string(),
-            ),
-            (format!("[{t},{t}]"), "[]".to_string()),
-        ] {
-            let out = strip_tool(array.as_bytes(), EXPAND_TOOL).unwrap();
-            assert_eq!(String::from_utf8(out).unwrap(), want);
-        }
-        assert!(strip_tool(b"[{\"type\":\"x\"}]", EXPAND_TOOL).is_none());
-    }
-
-    #[test]
-    fn the_light_path_reads_and_strips_the_echo_in_one_pass() {
-        #[derive(Deserialize)]
-        struct Event<'a> {
-            #[serde(borrow)]
-            response: Option<ResponseEcho<'a>>,
-        }
-        let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
-        let data = json!({"type":"response.created","sequence_number":0,
-            "response":{"id":"r1","created_at":7,"tools":tools,"instructions":append_directive(Some("x"))}})
-        .to_string();
-        let event: Event<'_> = serde_json::from_str(&data).unwrap();
-        let echo = event.response.unwrap();
-        assert_eq!(echo.id.as_deref(), Some("r1"));
-        assert_eq!(echo.created_at.unwrap().get(), "7");
-        let out = strip_echo(&data, &echo, EXPAND_TOOL).unwrap();
-        assert_eq!(Some(out.clone()), strip_event(&data, EXPAND_TOOL));
-        assert_eq!(
-            out,
-            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r1","created_at":7,"tools":[{"type":"function","name":"shell"}],"instructions":"x"}}"#
-        );
-        // Nothing echoed: nothing to change.
-        let plain = r#"{"response":{"id":"r","tools":[],"instructions":null}}"#;
-        let echo = serde_json::from_str::<Event<'_>>(plain)
-            .unwrap()
-            .response
-            .unwrap();
-        assert!(strip_echo(plain, &echo, EXPAND_TOOL).is_none());
-        // Anything odd fails the parse (the stream then takes the full path).
-        for odd in [
-            r#"{"response":["r",1]}"#,
-            r#"{"response":{"id":"a","id":"b"}}"#,
-            r#"{"response":{"tools":[],"tools":[]}}"#,
-            r#"{"response":{"id":"a""#,
-        ] {
-            assert!(serde_json::from_str::<Event<'_>>(odd).is_err(), "{odd}");
-        }
-        assert!(
-            serde_json::from_str::<Event<'_>>(r#"{"response":null}"#)
-                .unwrap()
-                .response
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn events_keep_their_other_bytes() {
-        let tools = json!([tool_definition()]);
-        let data = json!({"type":"response.created","sequence_number":0,
-            "response":{"id":"r","tools":tools,"instructions":append_directive(None)}})
-        .to_string();
-        let out = strip_event(&data, EXPAND_TOOL).unwrap();
-        assert_eq!(
-            out,
-            r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","tools":[],"instructions":null}}"#
-        );
-        assert!(strip_event(r#"{"type":"response.output_text.delta"}"#, EXPAND_TOOL).is_none());
-        assert!(strip_event("[DONE]", EXPAND_TOOL).is_none());
-    }
-}
+#[path = "echo_tests.rs"]
+mod tests;

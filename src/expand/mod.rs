@@ -6,6 +6,7 @@
 pub mod echo;
 pub mod merge;
 pub mod resolve;
+pub mod skim;
 pub mod sse;
 pub mod stitch;
 pub mod suggest;

@@ -21,12 +21,14 @@
 
 mod blocks;
 mod scalar;
+mod skip;
 
 use super::body::BodyError;
 use super::known::{KnownItems, Verified};
 use blocks::Scanner;
 pub(crate) use scalar::number_len;
 use scalar::scalar_end;
+pub use skip::{container_end, string_end};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -64,6 +66,25 @@ pub fn split_known(body: &[u8], known: &[Arc<KnownItems>]) -> Result<Split, Body
         from = to;
     }
     walk.finish()
+}
+
+/// `bytes` as 64-byte blocks with their offsets; the last bytes are copied into `padded`, a block of spaces:
+/// whitespace, so the padding neither opens nor closes anything.
+#[inline(always)]
+fn blocks_of<'a>(
+    bytes: &'a [u8],
+    padded: &'a mut [u8; 64],
+) -> impl Iterator<Item = (&'a [u8; 64], usize)> + 'a {
+    let chunks = bytes.chunks_exact(64);
+    let tail = chunks.remainder();
+    for (to, from) in padded.iter_mut().zip(tail) {
+        *to = *from;
+    }
+    let last = (!tail.is_empty()).then_some(&*padded);
+    chunks
+        .filter_map(|chunk| <&[u8; 64]>::try_from(chunk).ok())
+        .chain(last)
+        .zip((0..).step_by(64))
 }
 
 /// A fault: what was wrong and at which byte.
@@ -510,4 +531,4 @@ fn first_non_utf8(bytes: &[u8], base: usize) -> Option<usize> {
 
 #[cfg(test)]
 #[path = "split_tests.rs"]
-mod tests;
+pub(crate) mod tests;

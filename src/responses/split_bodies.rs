@@ -95,7 +95,7 @@ fn deep() -> impl Strategy<Value = String> {
     })
 }
 
-fn value() -> impl Strategy<Value = String> {
+pub(crate) fn value() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![30 => leaf(), 1 => deep()];
     leaf.prop_recursive(5, 40, 6, |inner| {
         prop_oneof![
@@ -131,7 +131,7 @@ fn input_value() -> impl Strategy<Value = String> {
     ]
 }
 
-pub(super) fn body() -> impl Strategy<Value = String> {
+pub(crate) fn body() -> impl Strategy<Value = String> {
     let member = prop_oneof![
         3 => (key(), value()),
         2 => (Just("\"input\"".to_string()), input_value()),
@@ -141,7 +141,7 @@ pub(super) fn body() -> impl Strategy<Value = String> {
 
 /// One way to damage a body.
 #[derive(Clone, Debug)]
-pub(super) enum Damage {
+pub(crate) enum Damage {
     /// A byte replaced.
     Flip(Index, u8),
     /// Bytes inserted.
@@ -185,7 +185,7 @@ fn nasty() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-pub(super) fn damage() -> impl Strategy<Value = Damage> {
+pub(crate) fn damage() -> impl Strategy<Value = Damage> {
     prop_oneof![
         (any::<Index>(), nasty().prop_map(|b| b[0])).prop_map(|(i, b)| Damage::Flip(i, b)),
         (any::<Index>(), any::<u8>()).prop_map(|(i, b)| Damage::Flip(i, b)),
@@ -197,7 +197,7 @@ pub(super) fn damage() -> impl Strategy<Value = Damage> {
     ]
 }
 
-pub(super) fn apply(body: &mut Vec<u8>, damage: &Damage) {
+pub(crate) fn apply(body: &mut Vec<u8>, damage: &Damage) {
     let len = body.len();
     let pick = |i: &Index| if len == 0 { 0 } else { i.index(len) };
     match damage {

@@ -309,12 +309,25 @@ proptest! {
         block[..32].copy_from_slice(&bytes);
         block[32..].copy_from_slice(&more);
         let (bytes_ref, tokens_ref) = reference_masks(&block);
+        let mut brackets_ref = blocks::Brackets::default();
+        for (i, c) in block.iter().enumerate() {
+            brackets_ref.open |= u64::from(matches!(c, b'{' | b'[')) << i;
+            brackets_ref.close |= u64::from(matches!(c, b'}' | b']')) << i;
+        }
         prop_assert_eq!(blocks::portable::byte_masks(&block), bytes_ref);
         prop_assert_eq!(blocks::portable::token_masks(&block), tokens_ref);
+        prop_assert_eq!(blocks::portable::brackets(&block), brackets_ref);
+        let mut chunk = [0u8; 16];
+        chunk.copy_from_slice(&block[..16]);
+        let stops_ref = (bytes_ref.quote | bytes_ref.backslash) & 0xffff;
+        prop_assert_eq!(blocks::portable::string_stops(&chunk), stops_ref);
+        #[cfg(target_arch = "x86_64")]
+        prop_assert_eq!(blocks::sse2::string_stops(&chunk), stops_ref);
         #[cfg(target_arch = "x86_64")]
         {
             prop_assert_eq!(blocks::sse2::byte_masks(&block), bytes_ref);
             prop_assert_eq!(blocks::sse2::token_masks(&block), tokens_ref);
+            prop_assert_eq!(blocks::sse2::brackets(&block), brackets_ref);
         }
     }
 
@@ -365,7 +378,7 @@ fn prefix_xor_is_a_running_parity() {
 // Generated bodies ([`bodies`]), valid and damaged.
 
 #[path = "split_bodies.rs"]
-mod bodies;
+pub(crate) mod bodies;
 
 use bodies::{apply, body, damage};
 

@@ -12,28 +12,57 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::round::Slot;
 use super::{OPENING, Stitcher, terminal_kind};
 use crate::expand::echo::{self, Head, ResponseEcho};
 use crate::expand::merge;
+use crate::expand::skim;
 use crate::expand::sse::{self, SseEvent};
 
 /// What the light path reads of an event; the rest of its bytes are skipped, not copied.
-#[derive(Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct EventHead<'a> {
-    #[serde(rename = "type", default, borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(default)]
     sequence_number: Option<u64>,
-    #[serde(default)]
     output_index: Option<u64>,
-    #[serde(default, borrow)]
     item: Option<Head<'a>>,
-    #[serde(default, borrow)]
     response: Option<ResponseEcho<'a>>,
+}
+
+impl<'a> EventHead<'a> {
+    /// The head of an event's data, read with [`skim`] in one pass over it (the `response` object's members in
+    /// the same pass). `None` for anything but one JSON object whose members read here appear at most once and
+    /// have the types the light path expects (null reads as absent): the event then takes the full path.
+    fn read(data: &'a [u8]) -> Option<EventHead<'a>> {
+        let (mut kind, mut sequence_number, mut output_index, mut item, mut response) =
+            (None, None, None, None, None);
+        let mut members = skim::members(data, 0);
+        while let Some(member) = members.next() {
+            let member = member?;
+            let start = member.start;
+            match member.key()?.as_ref() {
+                b"type" => skim::once(&mut kind, &mut members, skim::string)?,
+                b"sequence_number" => {
+                    skim::once(&mut sequence_number, &mut members, skim::unsigned)?
+                }
+                b"output_index" => skim::once(&mut output_index, &mut members, skim::unsigned)?,
+                b"item" => skim::once_object(&mut item, &mut members, start, Head::read)?,
+                b"response" => {
+                    skim::once_object(&mut response, &mut members, start, ResponseEcho::read)?
+                }
+                _ => {}
+            }
+        }
+        skim::only_ws_after(data, members.end()?).then(|| EventHead {
+            kind: kind.flatten(),
+            sequence_number: sequence_number.flatten(),
+            output_index: output_index.flatten(),
+            item: item.flatten(),
+            response: response.flatten(),
+        })
+    }
 }
 
 /// A terminal event the light path kept: its client bytes, sent by `finish` when no other round follows.
@@ -50,7 +79,7 @@ impl Stitcher {
         if !self.light || self.round_no > 0 {
             return false;
         }
-        let Ok(head) = serde_json::from_str::<EventHead<'_>>(&event.data) else {
+        let Some(head) = EventHead::read(event.data.as_bytes()) else {
             return false;
         };
         let kind = head.kind.as_deref().or(event.event.as_deref());
@@ -72,7 +101,9 @@ impl Stitcher {
             if let Some(id) = response.id.as_deref() {
                 let created = response
                     .created_at
-                    .and_then(|c| serde_json::from_str::<Value>(c.get()).ok());
+                    .clone()
+                    .and_then(|c| event.data.as_bytes().get(c))
+                    .and_then(|c| serde_json::from_slice::<Value>(c).ok());
                 self.learn(id, created);
             }
         } else if terminal.is_some() {
@@ -125,3 +156,7 @@ impl Stitcher {
         true
     }
 }
+
+#[cfg(test)]
+#[path = "light_tests.rs"]
+mod tests;

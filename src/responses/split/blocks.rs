@@ -42,6 +42,13 @@ pub(super) struct Block {
     pub non_ascii: bool,
 }
 
+/// What a block's backslashes and quotes make of it.
+struct Strings {
+    escaped: u64,
+    quotes: u64,
+    in_string: u64,
+}
+
 /// The state carried from one block to the next.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Scanner {
@@ -57,14 +64,11 @@ impl Scanner {
     #[inline(always)]
     pub fn classify(&mut self, block: &[u8; 64]) -> Block {
         let bytes = simd::byte_masks(block);
-        let escaped = self.escaped_bytes(bytes.backslash);
-        let quotes = bytes.quote & !escaped;
-        // Inside a long string most blocks have no unescaped quote.
-        let in_string = match quotes {
-            0 => self.in_string,
-            _ => prefix_xor(quotes) ^ self.in_string,
-        };
-        self.in_string = 0u64.wrapping_sub(in_string >> 63);
+        let Strings {
+            escaped,
+            quotes,
+            in_string,
+        } = self.strings_of(&bytes);
         let outside = !in_string;
         let mut structurals = quotes;
         if outside == 0 {
@@ -81,6 +85,31 @@ impl Scanner {
             control_in_string: bytes.control & in_string,
             escapes_to_check: escaped & in_string & !(bytes.quote | bytes.backslash),
             non_ascii: bytes.non_ascii,
+        }
+    }
+
+    /// Only which bytes of the block lie inside strings (opening quotes included, closing quotes not), carrying
+    /// into the next block as [`Scanner::classify`] does: all a caller that only counts brackets needs.
+    #[inline(always)]
+    pub fn strings(&mut self, block: &[u8; 64]) -> u64 {
+        self.strings_of(&simd::byte_masks(block)).in_string
+    }
+
+    /// The escaped bytes, the unescaped quotes and the bytes inside strings, with the carries updated.
+    #[inline(always)]
+    fn strings_of(&mut self, bytes: &ByteMasks) -> Strings {
+        let escaped = self.escaped_bytes(bytes.backslash);
+        let quotes = bytes.quote & !escaped;
+        // Inside a long string most blocks have no unescaped quote.
+        let in_string = match quotes {
+            0 => self.in_string,
+            _ => prefix_xor(quotes) ^ self.in_string,
+        };
+        self.in_string = 0u64.wrapping_sub(in_string >> 63);
+        Strings {
+            escaped,
+            quotes,
+            in_string,
         }
     }
 
@@ -111,11 +140,20 @@ pub(super) fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
+/// Where a block's brackets are, inside strings or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Brackets {
+    /// `{` and `[`
+    pub open: u64,
+    /// `}` and `]`
+    pub close: u64,
+}
+
 #[cfg(target_arch = "x86_64")]
-use sse2 as simd;
+pub(super) use sse2 as simd;
 
 #[cfg(not(target_arch = "x86_64"))]
-use portable as simd;
+pub(super) use portable as simd;
 
 /// The masks 16 bytes at a time. SSE2 is in every x86_64 CPU; `safe_arch` wraps its intrinsics (those of
 /// `core::arch::x86_64`, inlined) as safe functions for a build that has the feature, which every x86_64 build
@@ -123,7 +161,7 @@ use portable as simd;
 /// when the build enables the feature), which this crate forbids.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod sse2 {
-    use super::{ByteMasks, TokenMasks};
+    use super::{Brackets, ByteMasks, TokenMasks};
     use safe_arch::{
         bitor_m128i as or, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, min_u8_m128i,
         move_mask_i8_m128i, set_splat_i8_m128i,
@@ -202,13 +240,31 @@ pub(super) mod sse2 {
         }
         m
     }
+
+    /// The quotes and backslashes of 16 bytes: where a string may end.
+    #[inline]
+    pub fn string_stops(chunk: &[u8; 16]) -> u64 {
+        let v = load_unaligned_m128i(chunk);
+        bits(or(eq(v, b'"'), eq(v, b'\\')))
+    }
+
+    #[inline]
+    pub fn brackets(block: &[u8; 64]) -> Brackets {
+        let mut m = Brackets::default();
+        for (i, v) in load(block).into_iter().enumerate() {
+            let folded = or(v, splat(0x20));
+            m.open |= bits(eq(folded, b'{')) << (16 * i);
+            m.close |= bits(eq(folded, b'}')) << (16 * i);
+        }
+        m
+    }
 }
 
 /// The same masks eight bytes at a time in a `u64`, for targets without SSE2 (and, on x86_64, for the test that
 /// both agree).
 #[cfg(any(test, not(target_arch = "x86_64")))]
 pub(super) mod portable {
-    use super::{ByteMasks, TokenMasks};
+    use super::{Brackets, ByteMasks, TokenMasks};
 
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -258,6 +314,23 @@ pub(super) mod portable {
             let whitespace = eq(w, b' ') | eq(w, b'\t') | eq(w, b'\n') | eq(w, b'\r');
             m.op |= gather(op) << at;
             m.whitespace |= gather(whitespace) << at;
+        }
+        m
+    }
+
+    pub fn string_stops(chunk: &[u8; 16]) -> u64 {
+        chunk.chunks_exact(8).enumerate().fold(0, |m, (i, w)| {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            m | gather(eq(w, b'"') | eq(w, b'\\')) << (8 * i)
+        })
+    }
+
+    pub fn brackets(block: &[u8; 64]) -> Brackets {
+        let mut m = Brackets::default();
+        for (at, w) in words(block) {
+            let folded = w | (ONES * 0x20);
+            m.open |= gather(eq(folded, b'{')) << at;
+            m.close |= gather(eq(folded, b'}')) << at;
         }
         m
     }

@@ -1,0 +1,129 @@
+//! The echo splice: only the echoed members change, calls are seen, odd answers are refused.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on what it did not expect"
+)]
+use super::*;
+use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
+use serde_json::{Value, json};
+
+fn pretty_answer(output: Value) -> Vec<u8> {
+    let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
+    let answer = json!({"id":"resp_1","output":output,"instructions":append_directive(Some("be brief")),
+        "tools":tools,"usage":{"input_tokens":3}});
+    serde_json::to_vec_pretty(&answer).unwrap()
+}
+
+#[test]
+fn only_the_echoed_members_change() {
+    let bytes = pretty_answer(json!([{"type":"message","content":[]}]));
+    let g = glance(&bytes, EXPAND_TOOL).unwrap();
+    assert!(!g.expand_call);
+    let out = client_view(&bytes, &g, EXPAND_TOOL).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["tools"], json!([{"type":"function","name":"shell"}]));
+    assert_eq!(v["instructions"], "be brief");
+    let text = String::from_utf8(out).unwrap();
+    let before = String::from_utf8(bytes.clone()).unwrap();
+    // Everything up to the instructions member and the usage after the tools stays as sent.
+    let head = before.split("\"instructions\"").next().unwrap();
+    assert!(text.starts_with(head));
+    assert!(text.ends_with(before.split("\"usage\"").nth(1).unwrap()));
+    assert!(!text.contains(EXPAND_TOOL));
+}
+
+#[test]
+fn calls_are_seen_and_odd_bodies_are_refused() {
+    let call = json!([{"type":"function_call","name":EXPAND_TOOL,"arguments":"{}"}]);
+    assert!(
+        glance(&pretty_answer(call), EXPAND_TOOL)
+            .unwrap()
+            .expand_call
+    );
+    assert!(glance(b"[1,2]", EXPAND_TOOL).is_none());
+    assert!(glance(b"{\"output\":", EXPAND_TOOL).is_none());
+    let odd = glance(br#"{"output":{"a":1},"tools":7}"#, EXPAND_TOOL).unwrap();
+    assert!(!odd.expand_call);
+    assert!(client_view(br#"{"output":{"a":1},"tools":7}"#, &odd, EXPAND_TOOL).is_none());
+}
+
+#[test]
+fn the_tool_is_cut_wherever_it_stands() {
+    let t = serde_json::to_string(&tool_definition()).unwrap();
+    for (array, want) in [
+        (format!("[{t}]"), "[]".to_string()),
+        (
+            format!("[ {t} , {{\"type\":\"x\"}} ]"),
+            "[ {\"type\":\"x\"} ]".to_string(),
+        ),
+        (
+            format!("[{{\"type\":\"x\"}},\n  {t}\n]"),
+            "[{\"type\":\"x\"}\n]".to_string(),
+        ),
+        (format!("[{t},{t}]"), "[]".to_string()),
+    ] {
+        let out = strip_tool(array.as_bytes(), EXPAND_TOOL).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+    assert!(strip_tool(b"[{\"type\":\"x\"}]", EXPAND_TOOL).is_none());
+}
+
+#[test]
+fn the_light_path_reads_and_strips_the_echo_in_one_pass() {
+    /// The event's `response` read as the light path reads it (absent: `Some(None)`).
+    fn response_of(data: &str) -> Option<Option<ResponseEcho<'_>>> {
+        let b = data.as_bytes();
+        let mut found = None;
+        let mut members = skim::members(b, 0);
+        while let Some(member) = members.next() {
+            let member = member?;
+            if member.key_is("response") {
+                skim::once_object(&mut found, &mut members, member.start, ResponseEcho::read)?;
+            }
+        }
+        Some(found.flatten())
+    }
+    let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
+    let data = json!({"type":"response.created","sequence_number":0,
+        "response":{"id":"r1","created_at":7,"tools":tools,"instructions":append_directive(Some("x"))}})
+    .to_string();
+    let echo = response_of(&data).unwrap().unwrap();
+    assert_eq!(echo.id.as_deref(), Some("r1"));
+    assert_eq!(&data[echo.created_at.clone().unwrap()], "7");
+    let out = strip_echo(&data, &echo, EXPAND_TOOL).unwrap();
+    assert_eq!(Some(out.clone()), strip_event(&data, EXPAND_TOOL));
+    assert_eq!(
+        out,
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"r1","created_at":7,"tools":[{"type":"function","name":"shell"}],"instructions":"x"}}"#
+    );
+    // Nothing echoed: nothing to change.
+    let plain = r#"{"response":{"id":"r","tools":[],"instructions":null}}"#;
+    let echo = response_of(plain).unwrap().unwrap();
+    assert!(strip_echo(plain, &echo, EXPAND_TOOL).is_none());
+    // Anything odd is refused (the stream then takes the full path).
+    for odd in [
+        r#"{"response":["r",1]}"#,
+        r#"{"response":{"id":"a","id":"b"}}"#,
+        r#"{"response":{"tools":[],"tools":[]}}"#,
+        r#"{"response":{"id":7}}"#,
+        r#"{"response":{"id":"a""#,
+    ] {
+        assert!(response_of(odd).is_none(), "{odd}");
+    }
+    assert!(response_of(r#"{"response":null}"#).unwrap().is_none());
+}
+
+#[test]
+fn events_keep_their_other_bytes() {
+    let tools = json!([tool_definition()]);
+    let data = json!({"type":"response.created","sequence_number":0,
+        "response":{"id":"r","tools":tools,"instructions":append_directive(None)}})
+    .to_string();
+    let out = strip_event(&data, EXPAND_TOOL).unwrap();
+    assert_eq!(
+        out,
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","tools":[],"instructions":null}}"#
+    );
+    assert!(strip_event(r#"{"type":"response.output_text.delta"}"#, EXPAND_TOOL).is_none());
+    assert!(strip_event("[DONE]", EXPAND_TOOL).is_none());
+}
