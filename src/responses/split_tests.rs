@@ -29,7 +29,12 @@ enum Outcome {
 }
 
 fn splitter(body: &[u8]) -> Outcome {
-    match split(body) {
+    outcome(split(body))
+}
+
+/// A split's result in the tests' shape (the oracle's).
+fn outcome(split: Result<Split, BodyError>) -> Outcome {
+    match split {
         Err(BodyError::NotAnObject(_)) => Outcome::NotAnObject,
         Err(BodyError::BadInput) => Outcome::BadInput,
         Ok(s) => {
@@ -437,23 +442,7 @@ fn splitter_known(body: &[u8], known: &[Arc<KnownItems>]) -> (Outcome, bool) {
             ..
         })
     );
-    let outcome = match split {
-        Err(BodyError::NotAnObject(_)) => Outcome::NotAnObject,
-        Err(BodyError::BadInput) => Outcome::BadInput,
-        Ok(s) => {
-            let input_at = s.input.as_ref().map(|(at, _)| *at);
-            let members = s
-                .members
-                .into_iter()
-                .enumerate()
-                .map(|(i, (k, span))| (k, (Some(i) != input_at).then_some(span)))
-                .collect();
-            Outcome::Split {
-                members,
-                input: s.input,
-            }
-        }
-    };
+    let outcome = outcome(split);
     (outcome, verified)
 }
 
