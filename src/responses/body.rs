@@ -4,14 +4,21 @@
 //! only gets the expand tool and directive added), the body sent upstream is the client's bytes with just the
 //! replaced members spliced in and new members added before the closing brace: no key is re-encoded, and the
 //! client's formatting survives. When a stage rewrote the input, the members are written out in their order,
-//! untouched slices copied verbatim.
+//! untouched slices copied verbatim ([`write`]). Each input item keeps the client's bytes too until a stage
+//! replaces it ([`item`]).
+
+mod item;
+mod write;
 
 use super::known::{KnownItems, PrefixDigests};
 use super::split::{SplitInput, split_known};
 use bytes::Bytes;
+pub use item::Item;
 use serde_json::Value;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
+pub use write::encode;
+use write::write_value;
 
 /// One member of the top-level object: a slice of the original body until a stage replaces it.
 #[derive(Debug)]
@@ -26,109 +33,6 @@ struct Slot {
     key: String,
     member: Member,
     span: Option<Range<usize>>,
-}
-
-/// One `input` item: the client's bytes (parsed on first use, at most once per request), or the value a stage
-/// put in its place.
-#[derive(Debug)]
-pub struct Item {
-    raw: Option<Bytes>,
-    parsed: OnceLock<Option<Value>>,
-    /// A rewritten item's JSON, written once: the stages measure an item (the fold's estimate, the compress
-    /// stage's shares) and the body is written from it, and a 1 MB transcript's compressed items were serialized
-    /// again for each. Shared bytes, so a form remembered across turns is not written again on each.
-    encoded: OnceLock<Bytes>,
-    key: OnceLock<u128>,
-    /// For the client's items, the item's index in the body's `input` (so a list a stage rebuilt still tells
-    /// which items stand where the client put them: [`RequestBody::head_digest`]).
-    origin: Option<usize>,
-}
-
-impl Item {
-    fn raw(raw: Bytes, origin: usize) -> Item {
-        Item {
-            raw: Some(raw),
-            parsed: OnceLock::new(),
-            encoded: OnceLock::new(),
-            key: OnceLock::new(),
-            origin: Some(origin),
-        }
-    }
-
-    pub fn rewritten(value: Value) -> Item {
-        Item {
-            raw: None,
-            parsed: OnceLock::from(Some(value)),
-            encoded: OnceLock::new(),
-            key: OnceLock::new(),
-            origin: None,
-        }
-    }
-
-    /// An item a stage rewrote earlier and kept as JSON: sent as these bytes, parsed only if a stage asks for
-    /// its value.
-    pub fn rewritten_encoded(encoded: Bytes) -> Item {
-        Item {
-            raw: None,
-            parsed: OnceLock::new(),
-            encoded: OnceLock::from(encoded),
-            key: OnceLock::new(),
-            origin: None,
-        }
-    }
-
-    /// Whether the item will be sent as the client's bytes.
-    pub fn is_raw(&self) -> bool {
-        self.raw.is_some()
-    }
-
-    /// The item as a JSON value; `None` only for bytes that do not parse (the client's always do, since the body
-    /// parsed, and so do the stages' own).
-    pub fn value(&self) -> Option<&Value> {
-        self.parsed
-            .get_or_init(|| {
-                let bytes = self
-                    .raw
-                    .as_deref()
-                    .or_else(|| self.encoded.get().map(|b| &b[..]));
-                bytes.and_then(|b| serde_json::from_slice(b).ok())
-            })
-            .as_ref()
-    }
-
-    /// A 128-bit hash of the bytes the item will be sent as, computed once per request: how the stages recognise
-    /// an item they have seen on an earlier turn without parsing it.
-    pub fn content_key(&self) -> u128 {
-        *self
-            .key
-            .get_or_init(|| xxhash_rust::xxh3::xxh3_128(self.sent_bytes()))
-    }
-
-    /// The bytes the item will be sent as: the client's for a raw item, else its JSON, written once.
-    fn sent_bytes(&self) -> &[u8] {
-        match &self.raw {
-            Some(raw) => raw,
-            None => self.encoded.get_or_init(|| {
-                self.value()
-                    .map_or_else(|| Bytes::from_static(b"null"), encode)
-            }),
-        }
-    }
-
-    /// The client's bytes for a raw item.
-    pub fn raw_bytes(&self) -> Option<&[u8]> {
-        self.raw.as_deref()
-    }
-
-    /// Length in bytes of the item's JSON as it will be sent (exact for raw items).
-    pub fn json_len(&self) -> usize {
-        self.sent_bytes().len()
-    }
-
-    /// Writes the item as it will be sent: a raw item's bytes are copied without being parsed.
-    fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.sent_bytes());
-    }
 }
 
 /// The `input` member: a plain string (the server holds the history) or a list of items.
@@ -439,131 +343,11 @@ impl RequestBody {
             }
         }
     }
-
-    /// The bytes to send upstream: the original when nothing changed; the original with the changed members
-    /// spliced in when the input is untouched; else the members in their order with untouched slices copied
-    /// verbatim.
-    pub fn to_bytes(&self) -> Bytes {
-        if !self.changed {
-            return self.original.clone();
-        }
-        if !self.input_changed {
-            if let Some(spliced) = self.splice() {
-                return Bytes::from(spliced);
-            }
-        }
-        let mut out = Vec::with_capacity(self.original.len());
-        out.push(b'{');
-        for (i, slot) in self.members.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_value(&mut out, &Value::String(slot.key.clone()));
-            out.push(b':');
-            if Some(i) == self.input_position {
-                self.write_input(&mut out, &slot.member);
-            } else {
-                write_member(&mut out, &slot.member);
-            }
-        }
-        out.push(b'}');
-        Bytes::from(out)
-    }
-
-    /// The client's bytes with every member a stage replaced written over its old value and every member a stage
-    /// added inserted before the closing brace; all other bytes (keys, whitespace, the input) as the client sent
-    /// them. `None` when the body's shape does not allow it (the caller then writes the members out).
-    fn splice(&self) -> Option<Vec<u8>> {
-        let original = &self.original[..];
-        let close = original.iter().rposition(|b| *b == b'}')?;
-        let mut out = Vec::with_capacity(original.len() + 4096);
-        let mut cursor = 0;
-        let mut members_before = false;
-        let mut added = Vec::new();
-        for (i, slot) in self.members.iter().enumerate() {
-            if Some(i) == self.input_position {
-                // The input is untouched: its bytes are copied with the rest.
-                members_before = true;
-                continue;
-            }
-            let Some(span) = &slot.span else {
-                added.push(slot);
-                continue;
-            };
-            members_before = true;
-            if span.start < cursor || span.end > close {
-                return None;
-            }
-            if is_slice_of(&slot.member, original, span) {
-                continue;
-            }
-            out.extend_from_slice(&original[cursor..span.start]);
-            write_member(&mut out, &slot.member);
-            cursor = span.end;
-        }
-        out.extend_from_slice(&original[cursor..close]);
-        for slot in added {
-            if members_before {
-                out.push(b',');
-            }
-            members_before = true;
-            write_value(&mut out, &Value::String(slot.key.clone()));
-            out.push(b':');
-            write_member(&mut out, &slot.member);
-        }
-        out.extend_from_slice(&original[close..]);
-        Some(out)
-    }
-
-    /// Writes `input` from its items (its raw member slot is empty: the items are the member).
-    fn write_input(&self, out: &mut Vec<u8>, fallback: &Member) {
-        match &self.input {
-            Some(Input::Items(items)) => {
-                out.push(b'[');
-                for (j, item) in items.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    item.write(out);
-                }
-                out.push(b']');
-            }
-            Some(Input::Text(text)) => write_value(out, &Value::String(text.clone())),
-            None => write_member(out, fallback),
-        }
-    }
 }
 
 /// Substring search (SIMD-accelerated: this runs over the whole transcript on every turn).
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
-}
-
-/// Whether `member` is still exactly the client's bytes at `span` (not replaced, not rewritten in place).
-fn is_slice_of(member: &Member, original: &[u8], span: &Range<usize>) -> bool {
-    match (member, original.get(span.clone())) {
-        (Member::Raw(raw), Some(at)) => raw.as_ptr() == at.as_ptr() && raw.len() == at.len(),
-        _ => false,
-    }
-}
-
-fn write_member(out: &mut Vec<u8>, member: &Member) {
-    match member {
-        Member::Raw(raw) => out.extend_from_slice(raw),
-        Member::Replaced(v) => write_value(out, v),
-    }
-}
-
-fn write_value(out: &mut Vec<u8>, v: &Value) {
-    // Serializing a `Value` into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, v);
-}
-
-/// A value's JSON as shared bytes: how a rewritten item is sent.
-pub fn encode(v: &Value) -> Bytes {
-    let mut out = Vec::new();
-    write_value(&mut out, v);
-    Bytes::from(out)
 }
 
 #[cfg(test)]

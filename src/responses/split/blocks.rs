@@ -335,3 +335,7 @@ pub(super) mod portable {
         m
     }
 }
+
+#[cfg(test)]
+#[path = "blocks_tests.rs"]
+mod tests;

@@ -14,6 +14,7 @@ mod codec;
 pub mod conn;
 pub mod health;
 mod scan;
+mod write;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{AsyncCommands, RedisError, RedisResult, Value};
 
-use self::codec::{decode, encode, records_from, score};
+use self::codec::{decode, records_from};
 use self::conn::{Client, Conn, Keys};
 use self::health::StoreHealth;
 use super::{Namespace, Record, Store, StoreError};
@@ -43,17 +44,6 @@ else
   redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 end
 return 1
-";
-
-/// Drops the index entries (both sets) of records expired before ARGV[1] (an exclusive score bound, `(NOW`), at
-/// most 256 per call so one write never does unbounded work.
-const PRUNE_SCRIPT: &str = r"
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 256)
-if #gone > 0 then
-  redis.call('ZREM', KEYS[1], unpack(gone))
-  redis.call('ZREM', KEYS[2], unpack(gone))
-end
-return #gone
 ";
 
 /// Deletes a lock only if its owner still holds it.
@@ -168,42 +158,6 @@ impl RedisStore {
                 Err(StoreError::Unavailable(why))
             }
         }
-    }
-
-    /// The atomic write of records of one tenant: each value with its expiry, and its index entry.
-    fn write_pipeline(
-        &self,
-        ns: Namespace,
-        tenant: &str,
-        rows: &[(&str, &Record)],
-    ) -> redis::Pipeline {
-        let index = self.keys.index(ns, tenant);
-        let names = self.keys.names(ns, tenant);
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        let mut now = 0;
-        for (key, record) in rows {
-            let mut set = redis::cmd("SET");
-            set.arg(self.keys.record(ns, tenant, key))
-                .arg(encode(record));
-            if let Some(at) = record.expires_at {
-                set.arg("EXAT").arg(at.max(1));
-            }
-            pipe.add_command(set).ignore();
-            pipe.zadd(&index, *key, score(record.expires_at)).ignore();
-            pipe.zadd(&names, *key, 0).ignore();
-            now = now.max(record.created_at);
-        }
-        // Index entries of records that have expired since: pruned on every write, so the indexes stay as small as
-        // the live records.
-        pipe.cmd("EVAL")
-            .arg(PRUNE_SCRIPT)
-            .arg(2)
-            .arg(&index)
-            .arg(&names)
-            .arg(format!("({now}"))
-            .ignore();
-        pipe
     }
 }
 

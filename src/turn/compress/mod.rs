@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+mod candidate;
 mod decide;
 mod forms;
 mod positions;
@@ -16,7 +17,6 @@ mod prefix;
 mod scan;
 
 use async_trait::async_trait;
-use serde_json::Value;
 
 use super::Turn;
 use super::memo::{Memo, key_of};
@@ -28,7 +28,8 @@ use crate::responses::Item;
 use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
 use crate::store::records::{Records, SAVINGS_KEY, compressed_key};
 use crate::telemetry::{Metrics, ReasonLabels};
-use forms::{ByKind, Context, Fresh, Known, MarkerUse};
+use candidate::{Compression, Pending, TextState};
+use forms::{ByKind, Context, Known, MarkerUse};
 use positions::Positions;
 use prefix::{Heads, Settled};
 use scan::Scan;
@@ -40,65 +41,6 @@ const NOTES_MIN_CHARS: usize = 1024;
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
 const MEMO_CAPACITY: usize = 50_000;
-
-/// One text of a candidate item, as this turn sees it.
-enum TextState {
-    /// Compressed on an earlier turn (or just now): these bytes replace it.
-    Known(String, MarkerUse),
-    /// Compressible, awaiting the conversation-wide decision.
-    Fresh(Fresh),
-    /// Sent as it is.
-    Verbatim,
-}
-
-/// A candidate item whose decision is made this turn.
-struct Pending<'a> {
-    index: usize,
-    memo_key: u128,
-    /// Sent verbatim on earlier turns while its position protected it: the provider has cached it as it was.
-    late: bool,
-    value: &'a Value,
-    shape: &'a Shape,
-    tool: &'a str,
-    seam: &'static str,
-    /// Texts this long or longer are looked at (and rewritten).
-    text_min: usize,
-    texts: Vec<(String, TextState)>,
-    /// Earlier items (index, content key) that a text's compressed form may point back to.
-    sources: Vec<(usize, u128)>,
-    /// A store fault left a text verbatim this turn: the decision is not remembered, the next turn tries again.
-    faulted: bool,
-}
-
-/// An item's compressed form, independent of where in the transcript it stands.
-#[derive(Debug)]
-struct Compression {
-    value: Value,
-    /// `value`'s JSON, written the first time the form is sent: every later turn sends these bytes again.
-    encoded: std::sync::OnceLock<bytes::Bytes>,
-    markers: Vec<MarkerUse>,
-    /// Earlier items (index, content key) the form points back to ([`ctxzip::repeats`]): it stands only where
-    /// they stand before it, the same.
-    sources: Vec<(usize, u128)>,
-}
-
-impl Compression {
-    fn new(value: Value, markers: Vec<MarkerUse>, sources: Vec<(usize, u128)>) -> Compression {
-        Compression {
-            value,
-            encoded: std::sync::OnceLock::new(),
-            markers,
-            sources,
-        }
-    }
-
-    /// The form as the bytes sent upstream (shared, written once).
-    fn encoded(&self) -> bytes::Bytes {
-        self.encoded
-            .get_or_init(|| crate::responses::body::encode(&self.value))
-            .clone()
-    }
-}
 
 pub struct CompressStage {
     settings: CompressSettings,
@@ -279,37 +221,7 @@ impl Stage for CompressStage {
             ..ctxzip::Options::default()
         };
         let mut seen: Option<ctxzip::repeats::Seen<'_>> = None;
-        let build_seen = || {
-            let new_ordinals = candidates.iter().filter_map(|i| scan.ordinal(*i));
-            let (lo, hi) = new_ordinals.fold((usize::MAX, 0), |(lo, hi), o| (lo.min(o), hi.max(o)));
-            let from = lo.saturating_sub(ctxzip::repeats::WINDOW);
-            let mut earlier = Vec::new();
-            for (at, &idx) in scan.outputs.iter().enumerate() {
-                let ordinal = scan.outputs_base + at;
-                if ordinal < from || ordinal >= hi {
-                    continue;
-                }
-                let (Some(value), Some(Shape::Output { call_id, .. })) =
-                    (items[idx].value(), shape_at(idx))
-                else {
-                    continue;
-                };
-                for text in crate::responses::shape::item_texts(
-                    value,
-                    &Shape::Output {
-                        call_id: String::new(),
-                        function: true,
-                    },
-                ) {
-                    earlier.push(ctxzip::repeats::Earlier {
-                        ordinal,
-                        label: call_id.as_str(),
-                        text,
-                    });
-                }
-            }
-            ctxzip::repeats::Seen::new(earlier)
-        };
+        let build_seen = || scan.earlier_outputs(items, &candidates);
         // Whether this conversation already carries a marker (so the expand tool is paid for).
         let mut has_marker = head.as_ref().is_some_and(|h| h.has_marker);
         let replayed = rewrites.len();
@@ -504,24 +416,5 @@ impl Stage for CompressStage {
         turn.add_response_header(COMPRESSED_HEADER, count.to_string());
         turn.add_response_header(SAVED_HEADER, wire_saved.to_string());
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_form_is_written_once_and_sent_as_the_same_bytes_on_every_turn() {
-        let value = serde_json::json!({"type":"function_call_output","call_id":"c","output":"<<ctxzip:0123456789ab 9_lines>>"});
-        let form = Compression::new(value.clone(), Vec::new(), Vec::new());
-        let first = form.encoded();
-        let later = form.encoded();
-        assert_eq!(first.as_ptr(), later.as_ptr(), "written once, shared after");
-        assert_eq!(
-            serde_json::from_slice::<Value>(&first).ok(),
-            Some(value),
-            "the bytes are the form"
-        );
     }
 }

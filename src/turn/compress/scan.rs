@@ -13,8 +13,8 @@ use super::CompressStage;
 use super::positions::{Positions, agent_steps};
 use super::prefix::Decided;
 use crate::config::compress::CompressSettings;
-use crate::ctxzip::repeats::WINDOW;
-use crate::responses::shape::Shape;
+use crate::ctxzip::repeats::{Earlier, Seen, WINDOW};
+use crate::responses::shape::{Shape, item_texts};
 use crate::responses::{Item, RequestBody};
 
 pub(super) struct Scan {
@@ -174,6 +174,40 @@ impl Scan {
         self.outputs
             .get(ordinal.checked_sub(self.outputs_base)?)
             .copied()
+    }
+
+    /// The earlier outputs a new output among `candidates` may repeat — from [`WINDOW`] outputs before the first
+    /// new one up to the last — with their calls as labels, indexed by their lines.
+    pub fn earlier_outputs<'a>(&'a self, items: &'a [Item], candidates: &[usize]) -> Seen<'a> {
+        let new_ordinals = candidates.iter().filter_map(|i| self.ordinal(*i));
+        let (lo, hi) = new_ordinals.fold((usize::MAX, 0), |(lo, hi), o| (lo.min(o), hi.max(o)));
+        let from = lo.saturating_sub(WINDOW);
+        let mut earlier = Vec::new();
+        for (at, &idx) in self.outputs.iter().enumerate() {
+            let ordinal = self.outputs_base + at;
+            if ordinal < from || ordinal >= hi {
+                continue;
+            }
+            let (Some(value), Some(Shape::Output { call_id, .. })) =
+                (items[idx].value(), self.shape(idx))
+            else {
+                continue;
+            };
+            for text in item_texts(
+                value,
+                &Shape::Output {
+                    call_id: String::new(),
+                    function: true,
+                },
+            ) {
+                earlier.push(Earlier {
+                    ordinal,
+                    label: call_id.as_str(),
+                    text,
+                });
+            }
+        }
+        Seen::new(earlier)
     }
 
     /// The head of the transcript settled through `items` (exclusive), for the next turn: `previous` (the head

@@ -1,0 +1,111 @@
+//! The last step of a line-shaped compression: the selection written out. Kept lines stay as they were (an error
+//! line byte for byte, a long line shortened, a repeat counted) and each dropped run becomes one marker line with
+//! a census of what it held, so the model reading the result sees where text is missing, what kind, and which
+//! hash brings it back.
+
+use super::{FLOOR, Rec};
+use crate::ctxzip::relevance::MAX_ERROR_LINE_BYTES;
+use crate::ctxzip::summary::Census;
+use crate::ctxzip::truncate::{LONG_LINE, shorten_to};
+use crate::ctxzip::{Ctx, Tally, Unit};
+
+/// Visible head of a shortened long line.
+const LINE_HEAD: usize = 200;
+/// Visible head of a shortened line when the text has at most three lines.
+const FEW_LINES_HEAD: usize = 2000;
+
+/// Renders kept lines and one marker per dropped run. `gather` (empty, or one flag per line): kept lines that may
+/// join the dropped run around them; they are shown after its marker, in their order.
+pub(super) fn render(
+    recs: &[Rec<'_>],
+    flags: &[u8],
+    keep: &[bool],
+    gather: &[bool],
+    ctx: &Ctx,
+    tally: &mut Tally,
+    trailing_newline: bool,
+) -> String {
+    let mut out = String::new();
+    // With only a few lines, each may show more of itself (a single 1 MB line keeps a 2 KB head).
+    let head_keep = if recs.len() <= 3 {
+        FEW_LINES_HEAD
+    } else {
+        LINE_HEAD
+    };
+    let gathered = |j: usize| gather.get(j).copied().unwrap_or(false);
+    let mut i = 0;
+    while i < recs.len() {
+        if keep[i] {
+            push_kept(&mut out, recs, flags, i, head_keep, ctx, tally);
+            i += 1;
+            continue;
+        }
+        // The dropped run, through gathered lines that have dropped lines after them.
+        let mut end = i;
+        let mut j = i;
+        while j < recs.len() && (!keep[j] || gathered(j)) {
+            j += 1;
+            if !keep[j - 1] {
+                end = j;
+            }
+        }
+        let mut census = Census::default();
+        let mut dropped = 0;
+        let mut held = Vec::new();
+        for k in i..end {
+            if keep[k] {
+                held.push(k);
+            } else {
+                census.add(recs[k].text, recs[k].count);
+                dropped += recs[k].count;
+            }
+        }
+        tally.add(Unit::Lines, dropped);
+        out.push_str(&ctx.marker(dropped, Unit::Lines));
+        out.push_str(&census.render());
+        out.push('\n');
+        for k in held {
+            push_kept(&mut out, recs, flags, k, head_keep, ctx, tally);
+        }
+        i = end;
+    }
+    // Collapsing repeats alone hides nothing, but the result must still name its original so that the exact
+    // text (with every repeat) can be expanded: one marker counts the collapsed copies.
+    let collapsed: usize = recs.iter().map(|r| r.count - 1).sum();
+    if collapsed > 0 && !out.contains(crate::ctxzip::marker::MARKER_PREFIX) {
+        tally.add(Unit::Lines, collapsed);
+        out.push_str(&ctx.marker(collapsed, Unit::Lines));
+        out.push_str(" (repeats collapsed)\n");
+    }
+    if !trailing_newline {
+        out.pop();
+    }
+    out
+}
+
+/// One kept line as shown: error and keep lines byte-identical (except a keep hit in a huge data line, which
+/// keeps a window around the hit), long lines shortened, repeats counted.
+fn push_kept(
+    out: &mut String,
+    recs: &[Rec<'_>],
+    flags: &[u8],
+    i: usize,
+    head_keep: usize,
+    ctx: &Ctx,
+    tally: &mut Tally,
+) {
+    let r = &recs[i];
+    let protected = flags[i] != 0 && r.text.len() <= MAX_ERROR_LINE_BYTES;
+    if protected || r.text.len() <= LONG_LINE {
+        out.push_str(r.text);
+    } else {
+        out.push_str(&shorten_to(r.text, head_keep, ctx, tally));
+    }
+    if r.count > 1 && flags[i] & FLOOR != 0 {
+        // An error line stays the exact line: its repeat count goes on a line of its own.
+        out.push_str(&format!("\n(the line above ×{})", r.count));
+    } else if r.count > 1 {
+        out.push_str(&format!(" (×{})", r.count));
+    }
+    out.push('\n');
+}

@@ -1,0 +1,171 @@
+//! Unit tests for [`super`]: what a line selection keeps (head, tail, error lines with their context, keep-pattern
+//! hits, relevant lines), terminal redraws and listings gathered after one marker, and repeats collapsed.
+
+use super::super::{Options, find_markers};
+use super::*;
+
+fn ctx(query: &[&str], keep: &[&str]) -> Ctx {
+    let opts = Options {
+        query: query.iter().map(|s| s.to_string()).collect(),
+        keep_patterns: keep.iter().map(|s| s.to_string()).collect(),
+        compress_code: false,
+        notes: false,
+    };
+    Ctx::new("0123456789ab".into(), &opts)
+}
+
+#[test]
+fn keeps_head_tail_errors_keep_and_relevant() {
+    let mut text = String::new();
+    for i in 0..1000 {
+        text.push_str(&format!("-rw-r--r-- 1 root root {i} file{i}.py\n"));
+    }
+    text = text.replace("file500.py", "file500.py cannot open");
+    text = text.replace("file600.py", "file600.py SPECIAL");
+    text = text.replace("file700.py", "file700.py wanted_thing");
+    let mut t = Tally::default();
+    let out = compress(&text, &ctx(&["wanted_thing"], &["special"]), &mut t).unwrap_or_default();
+    assert!(out.contains("file0.py\n") && out.contains("file999.py\n"));
+    assert!(out.contains("-rw-r--r-- 1 root root 500 file500.py cannot open\n"));
+    assert!(out.contains("file600.py SPECIAL") && out.contains("file700.py wanted_thing"));
+    assert!(out.contains("(.py "), "{out}");
+    assert!(out.ends_with('\n'));
+    assert!(!find_markers(&out).is_empty());
+    assert!(out.len() * 10 < text.len());
+}
+
+#[test]
+fn terminal_control_lines_are_blank() {
+    assert!(renders_blank(""));
+    assert!(renders_blank("  \t"));
+    assert!(renders_blank("\x1b[0K"));
+    assert!(renders_blank("\x1b[0K\x1b[?25h\x1b[?25l\x1b[7A\x1b[0K"));
+    assert!(!renders_blank("\x1b[0K 3 tests\x1b[0K"));
+    assert!(!renders_blank("[0K"), "no escape byte: printable text");
+}
+
+#[test]
+fn error_context_stops_at_a_terminal_redraw() {
+    // A test runner redrawing its status line: each frame is a few lines between control-only lines.
+    let mut text = String::new();
+    for i in 0..60 {
+        text.push_str(&format!(
+            "\x1b[0K\x1b[?25h\x1b[7A\x1b[0K\n   pkg/good {}\x1b[0K\n   pkg/other ok\x1b[0K\n {i} tests, 1 failure\n\x1b[0K\x1b[?25h\x1b[7A\x1b[0K\n   pkg/good {}\x1b[0K\n",
+            ".".repeat(i),
+            ".".repeat(i)
+        ));
+    }
+    let out =
+        compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
+    assert!(out.contains(" 59 tests, 1 failure\n"));
+    assert!(
+        !out.contains(&format!("   pkg/good {}\x1b[0K\n", ".".repeat(30))),
+        "the next frame is not the failure's context"
+    );
+}
+
+#[test]
+fn a_terminal_redraw_gathers_its_status_lines() {
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&format!(
+            "\x1b[0K\x1b[?25h\x1b[?25l\x1b[7A\x1b[0K\n   pkg/good {}\x1b[0K\n   pkg/other ok\x1b[0K\n\x1b[0K\n {i} tests, 1 failure\n",
+            ".".repeat(i)
+        ));
+    }
+    assert!(is_redraw(&text));
+    assert!(!is_redraw("\x1b[31mred\x1b[0m\n".repeat(20).as_str()));
+    let gathered =
+        compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
+    for i in 0..40 {
+        assert!(gathered.contains(&format!("\n {i} tests, 1 failure\n")));
+    }
+    assert!(find_markers(&gathered).len() <= 2, "{gathered}");
+}
+
+/// Error context as a log keeps it (lines after the error up to a blank line).
+const LOG_LIKE: Params = Params {
+    head: 2,
+    tail: 2,
+    before: 0,
+    after: 6,
+    max_context: 300,
+    max_relevant: 0,
+    regions: Regions::None,
+    error_words: true,
+    gather_floor: false,
+};
+
+#[test]
+fn a_listing_gathers_its_error_named_paths_after_one_marker() {
+    let mut text = String::new();
+    for i in 0..600 {
+        text.push_str(&format!("src/pkg{}/module_{i}.py\n", i / 50));
+        if i % 50 == 25 {
+            text.push_str(&format!("src/pkg{}/errors.py\n", i / 50));
+        }
+    }
+    assert!(is_listing(&text));
+    let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+    for p in 0..12 {
+        assert!(out.contains(&format!("\nsrc/pkg{p}/errors.py\n")), "{out}");
+    }
+    // Head, one marker for everything between head and tail with the error-named paths after it, tail.
+    assert_eq!(find_markers(&out).len(), 1, "{out}");
+    let plain =
+        compress_with(&text, &ctx(&[], &[]), &PLAIN, &mut Tally::default()).unwrap_or_default();
+    assert!(find_markers(&plain).len() > 10);
+    assert!(out.len() < plain.len());
+    // Prose and logs are not listings: their lines keep their places.
+    let prose: String = (0..40)
+        .map(|i| format!("a line of prose{} with words\n", " and more".repeat(i % 5)))
+        .collect();
+    assert!(!is_listing(&prose));
+    let pip: String = (0..40)
+        .map(|i| format!("package-{i}    1.{i}.0\n"))
+        .collect();
+    assert!(is_listing(&format!(
+        "Package    Version\n---------- -------\n{pip}"
+    )));
+    assert!(!is_listing(
+        &"<dict>\n<key>path</key>\n</dict>\n".repeat(10)
+    ));
+    assert!(!is_listing("src/a.py\nsrc/b.py\n"));
+}
+
+#[test]
+fn a_query_term_on_every_line_picks_none_of_them() {
+    // The searched word is on every line; `flaky` singles one line out.
+    let mut text = String::new();
+    for i in 0..400 {
+        let extra = if i == 250 { " flaky" } else { "" };
+        text.push_str(&format!("pkg/mod{i}.py: uses parser {i}{extra}\n"));
+    }
+    let out = compress_with(
+        &text,
+        &ctx(&["parser", "flaky"], &[]),
+        &Params {
+            head: 2,
+            tail: 2,
+            ..PLAIN
+        },
+        &mut Tally::default(),
+    )
+    .unwrap_or_default();
+    assert!(out.contains("pkg/mod250.py: uses parser 250 flaky\n"));
+    assert!(
+        !out.contains("pkg/mod10.py"),
+        "a line matching only the common term is not kept: {out}"
+    );
+    assert_eq!(find_markers(&out).len(), 2, "{out}");
+}
+
+#[test]
+fn repeats_collapse() {
+    let text = format!("start\n{}end\n", "same line\n".repeat(500));
+    let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+    assert_eq!(
+        out,
+        "start\nsame line (×500)\nend\n<<ctxzip:0123456789ab 499_lines_offloaded>> (repeats collapsed)\n"
+    );
+}

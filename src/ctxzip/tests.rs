@@ -1,0 +1,146 @@
+//! Unit tests for [`super`]: what the entry point does before and around the compressors — an exec header split
+//! off, an HTTP response's head kept, trivial inputs left alone, the agent's notes cut to a head and tail — and
+//! that a big log keeps its errors and compresses the same way every time.
+
+use super::*;
+
+#[test]
+fn exec_header_is_split_off() {
+    let t = "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n[1,2]";
+    assert_eq!(split_exec_header(t).1, "[1,2]");
+    assert_eq!(split_exec_header("Output:\nx").1, "Output:\nx");
+    assert_eq!(
+        split_exec_header("hello\nOutput:\nx").1,
+        "hello\nOutput:\nx"
+    );
+}
+
+#[test]
+fn an_http_response_keeps_its_head_and_compresses_its_body() {
+    let rows: Vec<String> = (0..300)
+        .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\",\"state\":\"open\"}}"))
+        .collect();
+    let text = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 42\r\n\r\n[{}]",
+        rows.join(",")
+    );
+    assert_eq!(split_http_head(&text).0.lines().count(), 4);
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some());
+    let Some(c) = c else { return };
+    assert_eq!(c.kind, Kind::JsonArray);
+    assert!(c.text.starts_with(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 42\r\n\r\n["
+    ));
+    let body = &c.text[split_http_head(&c.text).0.len()..];
+    assert!(serde_json::from_str::<serde_json::Value>(body).is_ok());
+    assert_eq!(split_http_head("no head"), ("", "no head"));
+}
+
+#[test]
+fn trivial_inputs_are_left_alone() {
+    let o = Options::default();
+    assert!(compress("", &o).is_none());
+    assert!(compress("   \n  ", &o).is_none());
+    assert!(compress("short", &o).is_none());
+    let with_marker = format!(
+        "{}\n{}",
+        "line\n".repeat(500),
+        marker("abcdefabcdef", "1_lines_offloaded")
+    );
+    assert!(compress(&with_marker, &o).is_none());
+    assert_eq!(estimate_tokens("abcde"), 2);
+    assert_eq!(Kind::JsonArray.as_str(), "json_array");
+}
+
+/// Reasoning of the kind an agent writes before a command: 30 lines, one of them about an error.
+fn note() -> String {
+    let mut t = String::from("THOUGHT: the listing shows the parser module.\n");
+    for i in 0..30 {
+        if i == 15 {
+            t.push_str("So the TypeError comes from the alias handling.\n");
+        }
+        t.push_str(&format!(
+            "Step {i}: the docs builder calls the documenter for alias {i}.\n"
+        ));
+    }
+    t.push_str("I will print the documenter used for each alias.");
+    t
+}
+
+#[test]
+fn notes_keep_a_short_head_and_tail_and_every_error_line() {
+    let text = note();
+    let notes = Options {
+        notes: true,
+        ..Options::default()
+    };
+    let c = compress(&text, &notes);
+    assert!(c.is_some(), "a 30-line note has lines to spare");
+    let Some(c) = c else { return };
+    let lines: Vec<&str> = c.text.lines().collect();
+    let original: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..6], original[..6], "the head");
+    assert_eq!(
+        lines[lines.len() - 8..],
+        original[original.len() - 8..],
+        "the tail"
+    );
+    assert!(lines.contains(&"So the TypeError comes from the alias handling."));
+    assert!(
+        !c.text.contains("alias 12."),
+        "the reasoning in between is offloaded"
+    );
+    assert!(
+        find_markers(&c.text)
+            .iter()
+            .all(|(h, _)| *h == hash_of(&text))
+    );
+    // Without `notes` the same prose gets the plain-lines selection, which keeps much more of it.
+    let plain = compress(&text, &Options::default()).map_or(text.len(), |p| p.text.len());
+    assert!(c.text.len() < plain, "{} < {plain}", c.text.len());
+}
+
+#[test]
+fn notes_that_are_code_or_json_are_left_to_their_own_compressor() {
+    let notes = Options {
+        notes: true,
+        ..Options::default()
+    };
+    let code = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n".repeat(40);
+    assert_eq!(
+        compress(&code, &notes),
+        compress(&code, &Options::default())
+    );
+    let rows: Vec<String> = (0..200).map(|i| format!("{{\"id\":{i}}}")).collect();
+    let json = format!("[{}]", rows.join(","));
+    let c = compress(&json, &notes);
+    assert_eq!(c.map(|c| c.kind), Some(Kind::JsonArray));
+}
+
+#[test]
+fn big_log_keeps_errors_and_is_deterministic() {
+    let mut log = String::new();
+    for i in 0..5000 {
+        log.push_str(&format!(
+            "2024-01-01T00:00:{:02} INFO step {i} ok\n",
+            i % 60
+        ));
+        if i == 2500 {
+            log.push_str("2024-01-01T00:00:00 ERROR disk full on /dev/sda1\n");
+        }
+    }
+    let o = Options::default();
+    let c = compress(&log, &o);
+    assert!(c.is_some());
+    let Some(c) = c else { return };
+    assert_eq!(c.kind, Kind::Log);
+    assert!(c.text.contains("ERROR disk full on /dev/sda1\n"));
+    assert!(c.text.len() * 10 < log.len());
+    assert_eq!(compress(&log, &o), Some(c.clone()));
+    assert!(
+        find_markers(&c.text)
+            .iter()
+            .all(|(h, _)| *h == hash_of(&log))
+    );
+}
