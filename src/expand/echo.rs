@@ -95,13 +95,21 @@ impl<'a> ResponseEcho<'a> {
 }
 
 /// The event's `data` with the echoed tool and directive taken out of the `response` object `echo` was read
-/// from (`data` is the text it was read from); `None` when nothing had to change. The splice is remembered per
-/// thread, as for [`client_view`]: every stream of a conversation echoes the same members.
-pub(crate) fn strip_echo(data: &str, echo: &ResponseEcho<'_>, expand_tool: &str) -> Option<String> {
-    let restored = with_thread_cache(|cache| {
-        client_view_cached(data.as_bytes(), &echo.echo, expand_tool, cache)
-    })?;
-    String::from_utf8(restored).ok()
+/// from (`data` is the bytes it was read from); `None` when nothing had to change. The splice is remembered per
+/// thread, as for [`client_view`]: every stream of a conversation echoes the same members. Bytes that are not
+/// UTF-8 (which the event's reader did not check) come out as U+FFFD: the echo is taken out whatever else the
+/// event holds.
+pub(crate) fn strip_echo(
+    data: &[u8],
+    echo: &ResponseEcho<'_>,
+    expand_tool: &str,
+) -> Option<String> {
+    let restored =
+        with_thread_cache(|cache| client_view_cached(data, &echo.echo, expand_tool, cache))?;
+    Some(
+        String::from_utf8(restored)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 /// An SSE event's `response` member, if any.

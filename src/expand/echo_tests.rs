@@ -90,7 +90,7 @@ fn the_light_path_reads_and_strips_the_echo_in_one_pass() {
     let echo = response_of(&data).unwrap().unwrap();
     assert_eq!(echo.id.as_deref(), Some("r1"));
     assert_eq!(&data[echo.created_at.clone().unwrap()], "7");
-    let out = strip_echo(&data, &echo, EXPAND_TOOL).unwrap();
+    let out = strip_echo(data.as_bytes(), &echo, EXPAND_TOOL).unwrap();
     assert_eq!(Some(out.clone()), strip_event(&data, EXPAND_TOOL));
     assert_eq!(
         out,
@@ -99,7 +99,7 @@ fn the_light_path_reads_and_strips_the_echo_in_one_pass() {
     // Nothing echoed: nothing to change.
     let plain = r#"{"response":{"id":"r","tools":[],"instructions":null}}"#;
     let echo = response_of(plain).unwrap().unwrap();
-    assert!(strip_echo(plain, &echo, EXPAND_TOOL).is_none());
+    assert!(strip_echo(plain.as_bytes(), &echo, EXPAND_TOOL).is_none());
     // Anything odd is refused (the stream then takes the full path).
     for odd in [
         r#"{"response":["r",1]}"#,
@@ -111,6 +111,25 @@ fn the_light_path_reads_and_strips_the_echo_in_one_pass() {
         assert!(response_of(odd).is_none(), "{odd}");
     }
     assert!(response_of(r#"{"response":null}"#).unwrap().is_none());
+}
+
+#[test]
+fn the_echo_is_taken_out_of_an_event_that_is_not_utf8() {
+    let tools = json!([tool_definition()]);
+    let text = json!({"type":"response.created","response":{"id":"r","model":"MODEL","tools":tools,
+        "instructions":append_directive(None)}})
+    .to_string();
+    // The model's name holds a byte that is not UTF-8; the reader skips it unchecked.
+    let bytes = text.replace("MODEL", "m\u{1}").into_bytes();
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .map(|&b| if b == 1 { 0xff } else { b })
+        .collect();
+    let at = memchr::memmem::find(&bytes, b"\"response\":").unwrap() + b"\"response\":".len();
+    let (echo, _) = ResponseEcho::read(&bytes, at).unwrap();
+    let out = strip_echo(&bytes, &echo, EXPAND_TOOL).unwrap();
+    let expected = r#"{"type":"response.created","response":{"id":"r","model":"m?","tools":[],"instructions":null}}"#;
+    assert_eq!(out, expected.replace('?', "\u{FFFD}"));
 }
 
 #[test]

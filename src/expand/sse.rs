@@ -9,6 +9,11 @@
 //! forwarded byte for byte. Line handling follows the WHATWG SSE rules (`\n`, `\r\n`
 //! and bare `\r` line ends, `:` comments, one optional space after the colon, a
 //! leading BOM ignored).
+//!
+//! An event's data is not copied or decoded while parsing: the Responses API sends each
+//! event as one `data:` line, whose value is a span of the event's own bytes, and the
+//! light path reads it as bytes ([`SseEvent::data_bytes`]). Only an event with several
+//! `data:` lines joins them into a string; [`SseEvent::data`] decodes on demand.
 
 use bytes::{Bytes, BytesMut};
 
@@ -19,12 +24,41 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub struct SseEvent {
     /// The `event:` field (`None` when absent or empty, which SSE treats as `message`).
     pub event: Option<String>,
-    /// The `data:` lines joined with `\n` (empty for comment-only blocks such as
-    /// keep-alives, which are still returned so a proxy can forward them).
-    pub data: String,
+    /// The `data:` lines (see [`SseEvent::data`]).
+    data: Data,
     /// The exact bytes of the block, blank line included, plus any stray blank lines
     /// that preceded it; concatenating every `raw` gives back the consumed input.
     pub raw: Bytes,
+}
+
+/// Where an event's data is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Data {
+    /// No `data:` line, or one: its value's bytes in `raw`, as they came.
+    Span(std::ops::Range<usize>),
+    /// Several lines, each decoded (invalid UTF-8 replaced), joined with `\n`.
+    Joined(String),
+}
+
+impl SseEvent {
+    /// The `data:` lines joined with `\n` (empty for comment-only blocks such as
+    /// keep-alives, which are still returned so a proxy can forward them); bytes that
+    /// are not UTF-8 read as U+FFFD.
+    pub fn data(&self) -> std::borrow::Cow<'_, str> {
+        match &self.data {
+            Data::Span(_) => decode(self.data_bytes()),
+            Data::Joined(text) => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
+    /// The data as bytes: as they came for an event of one `data:` line, not checked
+    /// for UTF-8 (for a reader that only looks for JSON members and forwards the rest).
+    pub fn data_bytes(&self) -> &[u8] {
+        match &self.data {
+            Data::Span(span) => self.raw.get(span.clone()).unwrap_or_default(),
+            Data::Joined(text) => text.as_bytes(),
+        }
+    }
 }
 
 /// What was pending when the stream ended: an event without its closing blank line.
@@ -59,8 +93,9 @@ pub struct SseParser {
     scanned: usize,
     bom_checked: bool,
     event: Option<String>,
-    data: String,
-    has_data: bool,
+    /// The current block's data: the span of its first `data:` value in `buf` until a
+    /// second one comes, then the lines joined.
+    data: Option<Data>,
     /// Whether the current block has any non-blank line (field or comment).
     has_lines: bool,
     last_id: Option<String>,
@@ -158,38 +193,59 @@ impl SseParser {
             }
             self.line_start = next;
             self.scanned = next;
-            // The line is read in place (no copy): the buffer is moved out while the field is interpreted.
-            let buf = std::mem::take(&mut self.buf);
-            let line = buf.get(line_start..line_end).unwrap_or_default();
-            match std::str::from_utf8(line) {
-                Ok(text) => self.field(text),
-                Err(_) => self.field(&String::from_utf8_lossy(line)),
-            }
-            self.buf = buf;
+            self.field(line_start..line_end);
         }
     }
 
-    fn field(&mut self, line: &str) {
+    /// Interprets the line at `line` in `buf`. Its name and value are found on the
+    /// bytes (`:` and the space are ASCII, so a line that is not UTF-8 splits where its
+    /// decoded form would); only the values kept as text are decoded.
+    fn field(&mut self, line: std::ops::Range<usize>) {
         self.has_lines = true;
-        if line.starts_with(':') {
+        let bytes = self.buf.get(line.clone()).unwrap_or_default();
+        if bytes.first() == Some(&b':') {
             return;
         }
-        let (name, value) = match line.split_once(':') {
-            Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
-        };
-        match name {
-            "event" => self.event = (!value.is_empty()).then(|| value.to_owned()),
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
+        let (name, value) = match memchr::memchr(b':', bytes) {
+            Some(colon) => {
+                let space = usize::from(bytes.get(colon + 1) == Some(&b' '));
+                (colon, line.start + colon + 1 + space..line.end)
             }
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                self.retry = value.parse().ok();
+            None => (bytes.len(), line.end..line.end),
+        };
+        let text = |buf: &BytesMut| decode(buf.get(value.clone()).unwrap_or_default()).into_owned();
+        match bytes.get(..name).unwrap_or_default() {
+            b"event" => self.event = (!value.is_empty()).then(|| text(&self.buf)),
+            b"data" => {
+                self.data = Some(match self.data.take() {
+                    None => Data::Span(value),
+                    Some(Data::Span(first)) => {
+                        let first = self.buf.get(first).unwrap_or_default();
+                        let mut joined = decode(first).into_owned();
+                        joined.push('\n');
+                        joined.push_str(&text(&self.buf));
+                        Data::Joined(joined)
+                    }
+                    Some(Data::Joined(mut joined)) => {
+                        joined.push('\n');
+                        joined.push_str(&text(&self.buf));
+                        Data::Joined(joined)
+                    }
+                });
+            }
+            b"id" => {
+                let id = text(&self.buf);
+                if !id.contains('\0') {
+                    self.last_id = Some(id);
+                }
+            }
+            b"retry" => {
+                let digits = self.buf.get(value).unwrap_or_default();
+                if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
+                    self.retry = std::str::from_utf8(digits)
+                        .ok()
+                        .and_then(|d| d.parse().ok());
+                }
             }
             _ => {}
         }
@@ -199,13 +255,21 @@ impl SseParser {
         let raw = self.buf.split_to(end).freeze();
         self.line_start = 0;
         self.scanned = 0;
-        self.has_data = false;
         self.has_lines = false;
         out.push(SseEvent {
             event: self.event.take(),
-            data: std::mem::take(&mut self.data),
+            data: self.data.take().unwrap_or(Data::Span(0..0)),
             raw,
         });
+    }
+}
+
+/// `bytes` as text, U+FFFD for what is not UTF-8. Checked with `from_utf8` first: `from_utf8_lossy` walks its
+/// input in chunks at several times the cost, which only a rare broken event should pay.
+fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
@@ -273,7 +337,7 @@ mod tests {
                 assert_eq!(parse_all(&[a, b]), whole, "cut at {cut}");
             }
             let (events, _) = &whole;
-            let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+            let data: Vec<String> = events.iter().map(|e| e.data().into_owned()).collect();
             let mut expected = vec!["{\"a\":\"é✓\"}", "1\n2", "last ✓", ""];
             if tail.starts_with("data") {
                 expected.push("1");
@@ -289,16 +353,38 @@ mod tests {
         let mut p = SseParser::new();
         let ev = p.push(input);
         assert_eq!(ev.len(), 3);
-        assert_eq!((ev[0].event.as_deref(), ev[0].data.as_str()), (None, ""));
+        assert_eq!((ev[0].event.as_deref(), ev[0].data().as_ref()), (None, ""));
         assert_eq!(
-            (ev[1].event.as_deref(), ev[1].data.as_str()),
+            (ev[1].event.as_deref(), ev[1].data().as_ref()),
             (Some("a"), "x\ny")
         );
-        assert_eq!(ev[2].data, "");
+        assert_eq!(ev[2].data(), "");
         assert_eq!(p.last_event_id(), Some("7"));
         assert_eq!(p.retry(), Some(150));
         let joined: Vec<u8> = ev.iter().flat_map(|e| e.raw.to_vec()).collect();
         assert_eq!(joined, input.to_vec());
+    }
+
+    #[test]
+    fn data_is_a_span_of_the_event_until_a_second_line_joins_it() {
+        // One line: the value's bytes as they came, decoded only when asked (invalid UTF-8 as U+FFFD).
+        let input = b"event: e\ndata: {\"a\":\"\xff\"}\n\ndata:x\ndata: \xfey\ndata\n\nid: 1\0\nid: 2\nretry: 99999999999999999999\nretry: 1x\ndata: z\n\n";
+        let ev = SseParser::new().push(input);
+        assert_eq!(ev.len(), 3);
+        assert_eq!(ev[0].data_bytes(), b"{\"a\":\"\xff\"}");
+        assert_eq!(ev[0].data(), "{\"a\":\"\u{FFFD}\"}");
+        assert!(
+            ev[0].raw.ends_with(b"\"}\n\n"),
+            "the event's bytes are untouched"
+        );
+        // Several lines: each decoded, joined with \n (a bare `data` line is an empty value).
+        assert_eq!(ev[1].data(), "x\n\u{FFFD}y\n");
+        assert_eq!(ev[1].data_bytes(), "x\n\u{FFFD}y\n".as_bytes());
+        assert_eq!(ev[2].data(), "z");
+        let mut p = SseParser::new();
+        p.push(input);
+        assert_eq!(p.last_event_id(), Some("2"), "an id with NUL is ignored");
+        assert_eq!(p.retry(), None, "neither retry is a number that fits");
     }
 
     #[test]
@@ -310,7 +396,7 @@ mod tests {
         assert_eq!(&ev[0].raw[..], b"data: 1\r\r");
         let fin = p.finish();
         assert_eq!(fin.events.len(), 1);
-        assert_eq!(fin.events[0].data, "2");
+        assert_eq!(fin.events[0].data(), "2");
         assert!(fin.leftover.is_none());
     }
 
@@ -318,7 +404,7 @@ mod tests {
     fn bom_is_skipped_even_when_split() {
         let (ev, _) = parse_all(&[b"\xEF", b"\xBB\xBFdata: a\n\n"]);
         assert_eq!(ev.len(), 1);
-        assert_eq!(ev[0].data, "a");
+        assert_eq!(ev[0].data(), "a");
         assert!(ev[0].raw.starts_with(BOM));
     }
 
@@ -347,7 +433,7 @@ mod tests {
             b"event: t\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
         );
         let ev = SseParser::new().push(&framed);
-        assert_eq!(ev[0].data, "a\nb\nc\nd");
+        assert_eq!(ev[0].data(), "a\nb\nc\nd");
         assert_eq!(&encode(None, "")[..], b"data: \n\n");
         assert_eq!(&encode(Some("x\ny"), " z")[..], b"event: x\ndata:  z\n\n");
     }

@@ -297,9 +297,16 @@ impl Stitcher {
         if self.light(&event, out) {
             return;
         }
-        let SseEvent { event, data, raw } = event;
-        let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(&data) else {
-            if data.trim() == "[DONE]" {
+        let (parsed, done) = {
+            let data = event.data();
+            (
+                serde_json::from_str::<Value>(&data),
+                data.trim() == "[DONE]",
+            )
+        };
+        let SseEvent { event, raw, .. } = event;
+        let Ok(Value::Object(mut obj)) = parsed else {
+            if done {
                 self.round.done = Some(raw);
             } else {
                 out.push(raw); // comments, keep-alives, malformed data: untouched

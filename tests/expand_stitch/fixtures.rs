@@ -263,7 +263,7 @@ pub fn parse(client: &[u8]) -> Vec<Value> {
     events.extend(fin.events);
     events
         .iter()
-        .map(|e| serde_json::from_str(&e.data).unwrap_or(Value::Null))
+        .map(|e| serde_json::from_str(&e.data()).unwrap_or(Value::Null))
         .collect()
 }
 

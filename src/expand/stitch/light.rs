@@ -79,7 +79,7 @@ impl Stitcher {
         if !self.light || self.round_no > 0 {
             return false;
         }
-        let Some(head) = EventHead::read(event.data.as_bytes()) else {
+        let Some(head) = EventHead::read(event.data_bytes()) else {
             return false;
         };
         let kind = head.kind.as_deref().or(event.event.as_deref());
@@ -102,7 +102,7 @@ impl Stitcher {
                 let created = response
                     .created_at
                     .clone()
-                    .and_then(|c| event.data.as_bytes().get(c))
+                    .and_then(|c| event.data_bytes().get(c))
                     .and_then(|c| serde_json::from_slice::<Value>(c).ok());
                 self.learn(id, created);
             }
@@ -140,7 +140,7 @@ impl Stitcher {
         let stripped = head
             .response
             .as_ref()
-            .and_then(|response| echo::strip_echo(&event.data, response, &self.tool));
+            .and_then(|response| echo::strip_echo(event.data_bytes(), response, &self.tool));
         let bytes = match stripped {
             Some(data) => sse::encode(event.event.as_deref(), &data),
             None => event.raw.clone(),
