@@ -1,5 +1,7 @@
 //! The cost of the expand path's stream stitcher on a one-round SSE answer (the common case once a turn carries a
-//! marker): parse every event, renumber, strip the injected tool from echoed response objects.
+//! marker, the tool offered and not called): every event's head read, the injected tool and directive taken out of
+//! the echoed response objects, the rest relayed as it came. The baseline in the same group is the SSE parser
+//! alone over the same stream (what any reader of the events pays), so the stitcher's own share is the difference.
 #![expect(
     clippy::unwrap_used,
     reason = "a test fails loudly on what it did not expect"
@@ -35,6 +37,13 @@ fn bench(c: &mut Criterion) {
     });
     let mut group = c.benchmark_group("stitch");
     group.throughput(Throughput::Bytes(stream.len() as u64));
+    group.bench_function("sse_parser_alone", |b| {
+        b.iter(|| {
+            let mut p = ctxgate::expand::sse::SseParser::new();
+            let events = p.push(&stream);
+            events.len() + p.finish().events.len()
+        })
+    });
     group.bench_function("one_round_mock_ok", |b| {
         b.iter(|| {
             let mut s = Stitcher::new("context_expand");
