@@ -51,12 +51,14 @@ impl<'a> Head<'a> {
     }
 }
 
-/// What the stream's light path reads of a lifecycle event's `response` object: the response's identity and
-/// where its echoed members stand (ranges of the event's data).
+/// What is read of a response object, a JSON answer's or an SSE lifecycle event's `response`: the response's
+/// identity, where its `output` stands (a JSON answer looks there for an expand call) and where its echoed members
+/// stand (ranges of the bytes it was read from).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct ResponseEcho<'a> {
     pub(crate) id: Option<Cow<'a, str>>,
     pub(crate) created_at: Option<Range<usize>>,
+    output: Option<Range<usize>>,
     echo: Echo,
 }
 
@@ -65,12 +67,14 @@ impl<'a> ResponseEcho<'a> {
     /// object read to its end, or one that repeats a member read here (serde refused those too): the caller then
     /// takes the full path.
     pub(crate) fn read(b: &'a [u8], at: usize) -> Option<(ResponseEcho<'a>, usize)> {
-        let (mut id, mut created_at, mut tools, mut instructions) = (None, None, None, None);
+        let (mut id, mut created_at, mut output, mut tools, mut instructions) =
+            (None, None, None, None, None);
         let mut members = skim::members(b, at);
         while let Some(member) = members.next() {
             match member?.key()?.as_ref() {
                 b"id" => skim::once(&mut id, &mut members, skim::string)?,
                 b"created_at" => skim::once(&mut created_at, &mut members, span)?,
+                b"output" => skim::once(&mut output, &mut members, span)?,
                 b"tools" => skim::once(&mut tools, &mut members, span)?,
                 b"instructions" => skim::once(&mut instructions, &mut members, span)?,
                 _ => {}
@@ -79,6 +83,7 @@ impl<'a> ResponseEcho<'a> {
         let echo = ResponseEcho {
             id: id.flatten(),
             created_at: created_at.flatten(),
+            output: output.flatten(),
             echo: Echo {
                 tools: tools.flatten(),
                 instructions: instructions.flatten(),
@@ -146,25 +151,15 @@ fn raw_span(base: &[u8], raw: &RawValue) -> Range<usize> {
     start..start + raw.get().len()
 }
 
-/// Reads a response object's `output` item heads and the spans of `tools` and `instructions` with [`skim`],
-/// copying nothing it skips. `None` when the bytes are not one JSON object (or repeat a member this module
-/// reads, or hold an `output` skim cannot follow): the caller then takes the full path.
+/// Reads a response object ([`ResponseEcho::read`]) and its `output` item heads with [`skim`], copying nothing
+/// it skips. `None` when the bytes are not one JSON object (or repeat a member this module reads, or hold an
+/// `output` skim cannot follow): the caller then takes the full path.
 pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
-    let (mut id, mut output, mut tools, mut instructions) = (None, None, None, None);
-    let mut members = skim::members(bytes, 0);
-    while let Some(member) = members.next() {
-        match member?.key()?.as_ref() {
-            b"id" => skim::once(&mut id, &mut members, skim::string)?,
-            b"output" => skim::once(&mut output, &mut members, span)?,
-            b"tools" => skim::once(&mut tools, &mut members, span)?,
-            b"instructions" => skim::once(&mut instructions, &mut members, span)?,
-            _ => {}
-        }
-    }
-    if !skim::only_ws_after(bytes, members.end()?) {
+    let (response, end) = ResponseEcho::read(bytes, 0)?;
+    if !skim::only_ws_after(bytes, end) {
         return None;
     }
-    let expand_call = match output.flatten() {
+    let expand_call = match response.output {
         None => false,
         // Only an array holds items; an item that is not an object is not a call.
         Some(range) if bytes.get(range.start) == Some(&b'[') => {
@@ -175,12 +170,9 @@ pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {
         Some(_) => false,
     };
     Some(Glance {
-        id: id.flatten().map(Cow::into_owned),
+        id: response.id.map(Cow::into_owned),
         expand_call,
-        echo: Echo {
-            tools: tools.flatten(),
-            instructions: instructions.flatten(),
-        },
+        echo: response.echo,
     })
 }
 

@@ -67,10 +67,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for OracleResponse<'a> {
                 }
                 let (mut id, mut created_at, mut tools, mut instructions) =
                     (None, None, None, None);
+                // Read only to refuse a repeated `output`, as the reader does (a JSON answer looks there).
+                let mut output: Option<Option<&'de RawValue>> = None;
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     match key.as_ref() {
                         "id" => once(&mut id, &mut map, "id")?,
                         "created_at" => once(&mut created_at, &mut map, "created_at")?,
+                        "output" => once(&mut output, &mut map, "output")?,
                         "tools" => once(&mut tools, &mut map, "tools")?,
                         "instructions" => once(&mut instructions, &mut map, "instructions")?,
                         _ => {
