@@ -10,6 +10,8 @@
 //! never with an invented ending. The whole loop is a stream polled by the client connection itself (no task, no
 //! channel): a client that hangs up drops it, which cancels the upstream request.
 
+use std::task::Poll;
+
 use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
@@ -24,11 +26,19 @@ use crate::proxy::{UpstreamWait, headers, relay};
 
 type Chunk = Result<bytes::Bytes, std::io::Error>;
 
+/// The most client bytes read ahead before the headers go out: a long answer that is already here still starts
+/// reaching the client early.
+const READ_AHEAD_MAX: usize = 64 * 1024;
+
+/// The most scheduler passes the read-ahead gives the upstream connection to hand over what it has read.
+const READ_AHEAD_PASSES: u8 = 32;
+
 fn cut(reason: &str) -> Chunk {
     Err(std::io::Error::other(reason.to_string()))
 }
 
-/// Runs a streamed turn with expansion: the first round's headers go out at once, the rounds follow.
+/// Runs a streamed turn with expansion: the first round's headers go out with what the upstream has already sent
+/// ([`Driver::read_ahead`]), the rest of the rounds follows as it arrives.
 pub async fn run_stream(rounds: Rounds, wait: &UpstreamWait) -> Result<Response, ProxyError> {
     let state = rounds.state.clone();
     let first = rounds.send(wait).await?;
@@ -60,13 +70,14 @@ pub async fn run_stream(rounds: Rounds, wait: &UpstreamWait) -> Result<Response,
     );
     stitcher.set_parallel_calls(parallel);
     let body = rounds.state.upstream.relay(first.response);
-    let driver = Driver {
+    let mut driver = Driver {
         rounds,
         stitcher,
         body: Some(body),
         round: 0,
         queue: std::collections::VecDeque::new(),
     };
+    driver.read_ahead().await;
     // The body is driven by the connection that writes it to the client: no task and no channel in between.
     let stream = futures_util::stream::unfold(driver, |mut driver| async move {
         driver.next().await.map(|chunk| (chunk, driver))
@@ -89,6 +100,65 @@ struct Driver {
 }
 
 impl Driver {
+    /// Stitches what the upstream has already sent of the first round, without waiting for anything that has not
+    /// arrived, before the client's headers go out.
+    ///
+    /// The upstream connection hands its answer over one decoded chunk per pass of its task, and the round's end
+    /// only after its last event. Once the headers are out, every time the relay has nothing ready the client
+    /// connection writes what it holds, so a round that arrived in one read would leave in two writes: its events,
+    /// then the terminal event once the end was seen. Here the connection's task steps aside while each pass still
+    /// brings something (at most [`READ_AHEAD_PASSES`] passes and [`READ_AHEAD_MAX`] bytes), and stops at the first
+    /// pass that brings nothing: an answer that is already here goes out with the headers in one write, and a slow
+    /// upstream delays the headers by one pass of the scheduler.
+    async fn read_ahead(&mut self) {
+        let mut passes = 0u8;
+        let mut stepped_aside = false;
+        // One chunk for the client connection, not one per upstream chunk: each costs it a frame to encode.
+        let mut ahead = bytes::BytesMut::new();
+        let error = std::future::poll_fn(|cx| {
+            loop {
+                let Some(body) = self.body.as_mut() else {
+                    return Poll::Ready(None);
+                };
+                match body.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(bytes))) => {
+                        stepped_aside = false;
+                        for out in self.stitcher.push_bytes(bytes) {
+                            ahead.extend_from_slice(&out);
+                        }
+                        if ahead.len() >= READ_AHEAD_MAX {
+                            return Poll::Ready(None);
+                        }
+                    }
+                    Poll::Ready(Some(Err(e))) => {
+                        self.body = None;
+                        return Poll::Ready(Some(e));
+                    }
+                    Poll::Ready(None) => {
+                        // The round is over; `next` ends it (which may start another round) when the client
+                        // connection asks for more.
+                        self.body = Some(Box::pin(futures_util::stream::empty()));
+                        return Poll::Ready(None);
+                    }
+                    Poll::Pending if !stepped_aside && passes < READ_AHEAD_PASSES => {
+                        stepped_aside = true;
+                        passes += 1;
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    Poll::Pending => return Poll::Ready(None),
+                }
+            }
+        })
+        .await;
+        if !ahead.is_empty() {
+            self.queue.push_back(Ok(ahead.freeze()));
+        }
+        if let Some(e) = error {
+            self.queue.push_back(Err(e));
+        }
+    }
+
     /// The next piece of the client's stream (`None` at its end). A client that hangs up drops the driver, and
     /// with it the upstream request.
     async fn next(&mut self) -> Option<Chunk> {
