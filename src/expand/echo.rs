@@ -66,17 +66,33 @@ impl<'a> ResponseEcho<'a> {
     /// The response object at `at` of `b`, read with [`skim`], and where it ends. `None` for anything but an
     /// object read to its end, or one that repeats a member read here (serde refused those too): the caller then
     /// takes the full path.
+    ///
+    /// The echoed members are usually the bytes this thread spliced last ([`EchoCache`]): a value that starts
+    /// with them ends where they end, so it is not scanned again.
     pub(crate) fn read(b: &'a [u8], at: usize) -> Option<(ResponseEcho<'a>, usize)> {
+        with_thread_cache(|cache| ResponseEcho::read_knowing(b, at, cache))
+    }
+
+    fn read_knowing(
+        b: &'a [u8],
+        at: usize,
+        known: &EchoCache,
+    ) -> Option<(ResponseEcho<'a>, usize)> {
         let (mut id, mut created_at, mut output, mut tools, mut instructions) =
             (None, None, None, None, None);
+        let known_tools = known.tools.as_ref().map(|(seen, _)| seen.as_slice());
+        let known_instructions = known.instructions.as_ref().map(|(seen, _)| seen.as_slice());
         let mut members = skim::members(b, at);
         while let Some(member) = members.next() {
-            match member?.key()?.as_ref() {
+            let member = member?;
+            match member.key()?.as_ref() {
                 b"id" => skim::once(&mut id, &mut members, skim::string)?,
                 b"created_at" => skim::once(&mut created_at, &mut members, span)?,
                 b"output" => skim::once(&mut output, &mut members, span)?,
-                b"tools" => skim::once(&mut tools, &mut members, span)?,
-                b"instructions" => skim::once(&mut instructions, &mut members, span)?,
+                b"tools" => skim::once_span_known(&mut tools, &mut members, known_tools)?,
+                b"instructions" => {
+                    skim::once_span_known(&mut instructions, &mut members, known_instructions)?
+                }
                 _ => {}
             }
         }

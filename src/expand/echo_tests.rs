@@ -146,3 +146,37 @@ fn events_keep_their_other_bytes() {
     assert!(strip_event(r#"{"type":"response.output_text.delta"}"#, EXPAND_TOOL).is_none());
     assert!(strip_event("[DONE]", EXPAND_TOOL).is_none());
 }
+
+/// The worker remembers the last echo it took out: the same echo again is not scanned, and an answer whose echo only
+/// begins like it (a client that added a tool, longer instructions) is read afresh; each gets its own splice.
+#[test]
+fn an_echo_that_only_begins_like_the_last_one_is_read_afresh() {
+    let answer = |tools: Value, instructions: &str| {
+        let answer = json!({"id":"resp_1","output":[],"instructions":append_directive(Some(instructions)),
+            "tools":tools,"usage":{"input_tokens":3}});
+        serde_json::to_vec(&answer).unwrap()
+    };
+    let shell = json!({"type":"function","name":"shell"});
+    let first = answer(json!([shell.clone(), tool_definition()]), "be brief");
+    let second = answer(
+        json!([shell.clone(), tool_definition(), {"type":"function","name":"grep"}]),
+        "be brief, and cite",
+    );
+    for (bytes, tools, instructions) in [
+        (&first, json!([shell.clone()]), "be brief"),
+        (&first, json!([shell.clone()]), "be brief"),
+        (
+            &second,
+            json!([shell.clone(), {"type":"function","name":"grep"}]),
+            "be brief, and cite",
+        ),
+        (&first, json!([shell]), "be brief"),
+    ] {
+        let g = glance(bytes, EXPAND_TOOL).unwrap();
+        let v: Value =
+            serde_json::from_slice(&client_view(bytes, &g, EXPAND_TOOL).unwrap()).unwrap();
+        assert_eq!(v["tools"], tools);
+        assert_eq!(v["instructions"], instructions);
+        assert_eq!(v["usage"], json!({"input_tokens":3}));
+    }
+}

@@ -70,6 +70,28 @@ pub fn once<'a, T>(
     Some(())
 }
 
+/// [`once`] for a member's span when its value is probably `known`, the bytes of a whole string, array or object
+/// the same member held before: a value that starts with those bytes ends where they end (where a string or
+/// container ends depends only on its own bytes), so it is not scanned again. Anything else is scanned.
+pub fn once_span_known(
+    slot: &mut Option<Option<Range<usize>>>,
+    members: &mut Members<'_>,
+    known: Option<&[u8]>,
+) -> Option<()> {
+    let start = members.pending?;
+    let b = members.b;
+    let known = known.filter(|k| matches!(k.first(), Some(b'"' | b'[' | b'{')));
+    match known {
+        Some(k) if slot.is_none() && b.get(start..).is_some_and(|rest| rest.starts_with(k)) => {
+            let end = start + k.len();
+            members.read_to(end);
+            *slot = Some(Some(start..end));
+            Some(())
+        }
+        _ => once(slot, members, |_, value| Some(value)),
+    }
+}
+
 /// Reads the object value of the member `members` last returned into `slot` with `read`, once, in the same
 /// pass (`read` returns what it made and where the object ended); `null` reads as absent, anything else that is
 /// not an object is `None`.

@@ -121,6 +121,39 @@ proptest! {
         prop_assert_eq!(value_end(b, 0), Some(b.len()));
     }
 
+    /// A member's span read knowing what it held before (a whole value: what a scan found then) is the span a scan
+    /// finds now, whatever was known: the value itself or another value. (A prefix of a value, or a value with
+    /// more after it, is not a whole value; they are here to show the test would see them wrong.)
+    #[test]
+    fn a_known_value_gives_the_span_a_scan_gives(
+        value in bodies::value(),
+        other in bodies::value(),
+        cut in 0usize..64,
+        pick in 0u8..4,
+    ) {
+        let text = format!("{{\"k\":{value},\"z\":1}}");
+        let b = text.as_bytes();
+        let known: Vec<u8> = match pick {
+            0 => value.as_bytes().to_vec(),
+            1 => other.as_bytes().to_vec(),
+            2 => value.as_bytes()[..cut.min(value.len())].to_vec(),
+            _ => format!("{value}]").into_bytes(),
+        };
+        let read = |known: Option<&[u8]>| {
+            let mut members = members(b, 0);
+            let mut slot = None;
+            let first = members.next().flatten();
+            prop_assert!(first.is_some());
+            prop_assert!(once_span_known(&mut slot, &mut members, known).is_some());
+            let rest: Vec<_> = members.map(|m| m.map(|m| decoded_key(&m))).collect();
+            Ok((slot, rest))
+        };
+        let whole = value_end(&known, 0) == Some(known.len());
+        if whole {
+            prop_assert_eq!(read(Some(&known))?, read(None)?);
+        }
+    }
+
     /// Containers of any length, starting anywhere against the 64-byte blocks, with more after them.
     #[test]
     fn containers_end_where_serde_ends_them(text in bodies::value(), shift in 0usize..64, after in "[]}\\\" ,x]{0,8}") {
