@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::responses::split::string_end;
+use crate::responses::split::{string_end, string_end_escaped};
 
 /// One member of an object: its key as written (between the quotes, escapes not decoded) and where its value
 /// starts. Where the value ends is found only when asked ([`Members::value`]), or told by a caller that read the
@@ -25,6 +25,8 @@ use crate::responses::split::string_end;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member<'a> {
     key: &'a [u8],
+    /// Whether the key is spelled with a backslash (an escape), so that it must be decoded to be compared.
+    escaped: bool,
     pub start: usize,
 }
 
@@ -33,7 +35,7 @@ impl<'a> Member<'a> {
     /// lone surrogate escape), which serde refused too. Bytes, not `str`: callers compare them with ASCII names,
     /// and checking UTF-8 (or raw control bytes, which no such name holds) would cost more than the comparison.
     pub fn key(&self) -> Option<Cow<'a, [u8]>> {
-        if memchr::memchr(b'\\', self.key).is_none() {
+        if !self.escaped {
             return Some(Cow::Borrowed(self.key));
         }
         let mut quoted = Vec::with_capacity(self.key.len() + 2);
@@ -199,7 +201,7 @@ impl<'a> Members<'a> {
         if b.get(i) != Some(&b'"') {
             return Some(None);
         }
-        let Some(key_end) = string_end(b, i) else {
+        let Some((key_end, escaped)) = string_end_escaped(b, i) else {
             return Some(None);
         };
         let colon = skip_ws(b, key_end);
@@ -212,7 +214,11 @@ impl<'a> Members<'a> {
         }
         self.pending = Some(start);
         self.state = State::Next;
-        Some(b.get(i + 1..key_end - 1).map(|key| Member { key, start }))
+        Some(b.get(i + 1..key_end - 1).map(|key| Member {
+            key,
+            escaped,
+            start,
+        }))
     }
 }
 

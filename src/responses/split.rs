@@ -29,7 +29,7 @@ use super::known::{KnownItems, Verified};
 use blocks::Scanner;
 pub(crate) use scalar::number_len;
 use scalar::scalar_end;
-pub use skip::{container_end, string_end};
+pub use skip::{container_end, string_end, string_end_escaped};
 use std::ops::Range;
 use std::sync::Arc;
 

@@ -48,6 +48,14 @@ pub fn container_end(b: &[u8], at: usize) -> Option<usize> {
 /// Where the string whose opening quote is at `at` ends (the byte after its closing quote), 16 bytes at a time;
 /// escapes are skipped, not checked. For `expand::skim`, like [`container_end`]. `None` when it does not close.
 pub fn string_end(b: &[u8], at: usize) -> Option<usize> {
+    string_end_escaped(b, at).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the string holds a backslash: a member's key found without one is its own decoded
+/// form, so it is compared as it stands (the scan has looked at those bytes already).
+#[inline]
+pub fn string_end_escaped(b: &[u8], at: usize) -> Option<(usize, bool)> {
+    let mut escaped = false;
     let mut i = at + 1;
     loop {
         let stop = match b.get(i..i + 16).and_then(|c| <&[u8; 16]>::try_from(c).ok()) {
@@ -61,9 +69,12 @@ pub fn string_end(b: &[u8], at: usize) -> Option<usize> {
             None => i + b.get(i..)?.iter().position(|c| matches!(c, b'"' | b'\\'))?,
         };
         match b.get(stop)? {
-            b'"' => return Some(stop + 1),
+            b'"' => return Some((stop + 1, escaped)),
             // A backslash escapes the byte after it (a `\uXXXX` escape's digits hold no quote or backslash).
-            _ => i = stop + 2,
+            _ => {
+                escaped = true;
+                i = stop + 2;
+            }
         }
     }
 }
