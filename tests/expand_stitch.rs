@@ -418,3 +418,74 @@ fn split_events(bytes: &[u8]) -> Vec<String> {
     let text = String::from_utf8(bytes.to_vec()).unwrap();
     text.split_inclusive("\n\n").map(str::to_owned).collect()
 }
+
+/// `response.created` and `response.in_progress` carry the same response object: the second gets the first's splice
+/// without a second reading. Both must come out with the echo taken out — also when the events hold bytes that are
+/// not UTF-8 (which come out as U+FFFD, and then every such event is read afresh) — and a response that differs
+/// from the last one is read again.
+#[test]
+fn lifecycle_events_that_share_a_response_are_each_stripped() {
+    let tools = serde_json::to_string(&json!([
+        {"type":"function","name":"shell"},
+        ctxgate::expand::tool::tool_definition(),
+    ]))
+    .unwrap();
+    let response = |status: &str| {
+        format!(
+            r#"{{"id":"resp_1","created_at":7,"status":"{status}","tools":{tools},"output":[]}}"#
+        )
+    };
+    let event = |kind: &str, seq: u64, response: &str, extra: &[u8]| {
+        let mut e = format!("event: {kind}\ndata: {{\"type\":\"{kind}\",\"sequence_number\":{seq},\"response\":{response},\"x\":\"")
+            .into_bytes();
+        e.extend_from_slice(extra);
+        e.extend_from_slice(b"\"}\n\n");
+        e
+    };
+    for extra in [&b"plain"[..], &b"not \xff utf-8"[..]] {
+        let mut body = Vec::new();
+        body.extend(event(
+            "response.created",
+            0,
+            &response("in_progress"),
+            extra,
+        ));
+        body.extend(event(
+            "response.in_progress",
+            1,
+            &response("in_progress"),
+            extra,
+        ));
+        body.extend(event("response.in_progress", 2, &response("queued"), extra));
+        body.extend(event(
+            "response.completed",
+            3,
+            &response("completed"),
+            extra,
+        ));
+        let mut st = Stitcher::new(TOOL);
+        let mut client = st.push(&body);
+        assert_eq!(st.end_round().terminal, Terminal::Completed);
+        client.extend(st.finish());
+        let text = String::from_utf8(client.concat()).unwrap();
+        assert!(!text.contains(TOOL), "{text}");
+        let events = parse(text.as_bytes());
+        assert_eq!(events.len(), 4, "{text}");
+        for (e, status) in events
+            .iter()
+            .zip(["in_progress", "in_progress", "queued", "completed"])
+        {
+            assert_eq!(
+                e["response"]["tools"],
+                json!([{"type":"function","name":"shell"}])
+            );
+            assert_eq!(e["response"]["status"], status);
+            let x = if extra == b"plain" {
+                "plain"
+            } else {
+                "not \u{fffd} utf-8"
+            };
+            assert_eq!(e["x"], x);
+        }
+    }
+}

@@ -127,10 +127,12 @@ pub(crate) fn strip_echo(
 ) -> Option<String> {
     let restored =
         with_thread_cache(|cache| client_view_cached(data, &echo.echo, expand_tool, cache))?;
-    Some(
-        String::from_utf8(restored)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    )
+    Some(event_text(restored))
+}
+
+/// An event's data as text; bytes that are not UTF-8 come out as U+FFFD.
+pub(crate) fn event_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// An SSE event's `response` member, if any.

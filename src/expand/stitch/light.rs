@@ -10,6 +10,7 @@
 //! each event is scanned once. The round's terminal event is kept as bytes and sent by `finish`.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -29,15 +30,25 @@ struct EventHead<'a> {
     output_index: Option<u64>,
     item: Option<Head<'a>>,
     response: Option<ResponseEcho<'a>>,
+    /// Where the `response` object stands, when it was read.
+    response_span: Option<Range<usize>>,
+    /// Where the `response` object stands when it is, byte for byte, the one the round's last lifecycle event
+    /// carried: it is not read again.
+    same_response: Option<Range<usize>>,
 }
 
 impl<'a> EventHead<'a> {
     /// The head of an event's data, read with [`skim`] in one pass over it (the `response` object's members in
     /// the same pass). `None` for anything but one JSON object whose members read here appear at most once and
     /// have the types the light path expects (null reads as absent): the event then takes the full path.
-    fn read(data: &'a [u8]) -> Option<EventHead<'a>> {
+    ///
+    /// `last` is the `response` object the round's last lifecycle event carried (a whole object, as read then). A
+    /// response that starts with those bytes is that object — where an object ends depends only on its own bytes —
+    /// so it is not read again: `response.created` and `response.in_progress` carry the same one.
+    fn read(data: &'a [u8], last: Option<&[u8]>) -> Option<EventHead<'a>> {
         let (mut kind, mut sequence_number, mut output_index, mut item, mut response) =
             (None, None, None, None, None);
+        let (mut response_span, mut same_response) = (None, None);
         let mut members = skim::members(data, 0);
         while let Some(member) = members.next() {
             let member = member?;
@@ -50,7 +61,22 @@ impl<'a> EventHead<'a> {
                 b"output_index" => skim::once(&mut output_index, &mut members, skim::unsigned)?,
                 b"item" => skim::once_object(&mut item, &mut members, start, Head::read)?,
                 b"response" => {
-                    skim::once_object(&mut response, &mut members, start, ResponseEcho::read)?
+                    if same_response.is_some() {
+                        return None;
+                    }
+                    let rest = data.get(start..).unwrap_or_default();
+                    match last.filter(|last| response.is_none() && rest.starts_with(last)) {
+                        Some(last) => {
+                            let end = start + last.len();
+                            members.read_to(end);
+                            same_response = Some(start..end);
+                        }
+                        None => skim::once_object(&mut response, &mut members, start, |b, at| {
+                            let (echo, end) = ResponseEcho::read(b, at)?;
+                            response_span = Some(at..end);
+                            Some((echo, end))
+                        })?,
+                    }
                 }
                 _ => {}
             }
@@ -61,7 +87,54 @@ impl<'a> EventHead<'a> {
             output_index: output_index.flatten(),
             item: item.flatten(),
             response: response.flatten(),
+            response_span,
+            same_response,
         })
+    }
+}
+
+/// The `response` object of the round's last lifecycle event the light path read, and what it became for the
+/// client: the next lifecycle event that carries the same bytes gets the same splice without a second reading.
+#[derive(Debug)]
+pub(super) struct LastResponse {
+    bytes: Vec<u8>,
+    /// The object with the echo taken out; `None` when nothing had to change.
+    stripped: Option<Vec<u8>>,
+}
+
+impl LastResponse {
+    /// The response at `span` of `data`, given the event's stripped data (`None`: unchanged). `None` when the
+    /// stripped data does not keep the bytes around the response as they were (bytes that are not UTF-8 come out
+    /// changed): such a response is read afresh each time.
+    fn new(data: &[u8], span: Range<usize>, stripped_data: Option<&str>) -> Option<LastResponse> {
+        let (head, bytes, tail) = (
+            data.get(..span.start)?,
+            data.get(span.clone())?,
+            data.get(span.end..)?,
+        );
+        let stripped = match stripped_data.map(str::as_bytes) {
+            None => None,
+            Some(out) if out.starts_with(head) && out.ends_with(tail) => Some(
+                out.get(head.len()..out.len().checked_sub(tail.len())?)?
+                    .to_vec(),
+            ),
+            Some(_) => return None,
+        };
+        Some(LastResponse {
+            bytes: bytes.to_vec(),
+            stripped,
+        })
+    }
+
+    /// The data of an event whose response at `span` is this one, as the client must see it; `None` when nothing
+    /// had to change.
+    fn splice(&self, data: &[u8], span: Range<usize>) -> Option<String> {
+        let stripped = self.stripped.as_ref()?;
+        let mut out = Vec::with_capacity(data.len());
+        out.extend_from_slice(data.get(..span.start)?);
+        out.extend_from_slice(stripped);
+        out.extend_from_slice(data.get(span.end..)?);
+        Some(echo::event_text(out))
     }
 }
 
@@ -79,7 +152,12 @@ impl Stitcher {
         if !self.light || self.round_no > 0 {
             return false;
         }
-        let Some(head) = EventHead::read(event.data_bytes()) else {
+        let last = self
+            .round
+            .last_response
+            .as_ref()
+            .map(|l| l.bytes.as_slice());
+        let Some(head) = EventHead::read(event.data_bytes(), last) else {
             return false;
         };
         let kind = head.kind.as_deref().or(event.event.as_deref());
@@ -94,11 +172,16 @@ impl Stitcher {
             }
         }
         let terminal = terminal_kind(kind);
-        if let Some(response) = &head.response {
+        if head.response.is_some() || head.same_response.is_some() {
             if terminal.is_none() && !OPENING.contains(&kind) {
                 return false;
             }
-            if let Some(id) = response.id.as_deref() {
+            // A response read again is the last one, whose id was learned then.
+            if let Some((response, id)) = head
+                .response
+                .as_ref()
+                .and_then(|r| Some((r, r.id.as_deref()?)))
+            {
                 let created = response
                     .created_at
                     .clone()
@@ -137,10 +220,27 @@ impl Stitcher {
                 return false;
             }
         }
-        let stripped = head
-            .response
-            .as_ref()
-            .and_then(|response| echo::strip_echo(event.data_bytes(), response, &self.tool));
+        let data = event.data_bytes();
+        let mut last = None;
+        let stripped = match (&head.response, &head.same_response) {
+            (Some(response), _) => {
+                let stripped = echo::strip_echo(data, response, &self.tool);
+                last = head
+                    .response_span
+                    .clone()
+                    .and_then(|span| LastResponse::new(data, span, stripped.as_deref()));
+                stripped
+            }
+            (None, Some(span)) => self
+                .round
+                .last_response
+                .as_ref()
+                .and_then(|l| l.splice(data, span.clone())),
+            (None, None) => None,
+        };
+        if last.is_some() {
+            self.round.last_response = last;
+        }
         let bytes = match stripped {
             Some(data) => sse::encode(event.event.as_deref(), &data),
             None => event.raw.clone(),

@@ -123,7 +123,7 @@ fn oracle(data: &str) -> Option<Summary> {
 }
 
 fn skimmed(data: &str) -> Option<Summary> {
-    let h = EventHead::read(data.as_bytes())?;
+    let h = EventHead::read(data.as_bytes(), None)?;
     let text = |r: &Option<std::ops::Range<usize>>| r.clone().map(|r| data[r].to_string());
     Some((
         h.kind.map(Cow::into_owned),
@@ -230,6 +230,34 @@ fn event() -> impl Strategy<Value = String> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Knowing the response an event carries (as the last lifecycle event's) gives the same head without reading
+    /// the response again; knowing another event's response changes nothing.
+    #[test]
+    fn a_known_response_is_taken_as_it_was_read(data in event(), other in event()) {
+        let b = data.as_bytes();
+        let Some(first) = EventHead::read(b, None) else { return Ok(()) };
+        let Some(span) = first.response_span.clone() else { return Ok(()) };
+        let again = EventHead::read(b, Some(&b[span.clone()]));
+        prop_assert!(again.is_some());
+        let again = again.unwrap();
+        prop_assert_eq!(&again.kind, &first.kind);
+        prop_assert_eq!(again.sequence_number, first.sequence_number);
+        prop_assert_eq!(again.output_index, first.output_index);
+        prop_assert_eq!(&again.item, &first.item);
+        prop_assert!(again.response.is_none());
+        prop_assert_eq!(again.same_response, Some(span));
+        let o = other.as_bytes();
+        if let Some(span) = EventHead::read(o, None).and_then(|h| h.response_span) {
+            let known = &o[span];
+            let read = EventHead::read(b, Some(known)).unwrap();
+            if read.same_response.is_none() {
+                prop_assert_eq!(read, first);
+            } else {
+                prop_assert_eq!(&b[read.same_response.clone().unwrap()], known);
+            }
+        }
+    }
 
     #[test]
     fn events_read_as_serde_read_them(data in event()) {

@@ -52,6 +52,8 @@ pub(super) struct Round {
     pub(super) shown_calls: usize,
     /// The terminal event, when the light path kept it.
     pub(super) light_terminal: Option<super::light::LightTerminal>,
+    /// The last lifecycle event's response, as the light path read and spliced it.
+    pub(super) last_response: Option<super::light::LastResponse>,
 }
 
 impl Stitcher {
