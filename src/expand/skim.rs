@@ -72,26 +72,35 @@ pub fn once<'a, T>(
     Some(())
 }
 
-/// [`once`] for a member's span when its value is probably `known`, the bytes of a whole string, array or object
-/// the same member held before: a value that starts with those bytes ends where they end (where a string or
-/// container ends depends only on its own bytes), so it is not scanned again. Anything else is scanned.
+/// Where the value of the member `members` last returned stands, when it starts with `known`, the bytes of a
+/// whole string, array or object read before: such a value ends where they end (where a string or container ends
+/// depends only on its own bytes), so it is taken without a scan. `None`, with nothing read, otherwise.
+pub fn known_value(members: &mut Members<'_>, known: &[u8]) -> Option<Range<usize>> {
+    if !matches!(known.first(), Some(b'"' | b'[' | b'{')) {
+        return None;
+    }
+    let start = members.pending?;
+    let end = start + known.len();
+    members.b.get(start..)?.starts_with(known).then(|| {
+        members.read_to(end);
+        start..end
+    })
+}
+
+/// [`once`] for a member's span when its value is probably `known` (see [`known_value`]); anything else is
+/// scanned.
 pub fn once_span_known(
     slot: &mut Option<Option<Range<usize>>>,
     members: &mut Members<'_>,
     known: Option<&[u8]>,
 ) -> Option<()> {
-    let start = members.pending?;
-    let b = members.b;
-    let known = known.filter(|k| matches!(k.first(), Some(b'"' | b'[' | b'{')));
-    match known {
-        Some(k) if slot.is_none() && b.get(start..).is_some_and(|rest| rest.starts_with(k)) => {
-            let end = start + k.len();
-            members.read_to(end);
-            *slot = Some(Some(start..end));
-            Some(())
+    if slot.is_none() {
+        if let Some(span) = known.and_then(|k| known_value(members, k)) {
+            *slot = Some(Some(span));
+            return Some(());
         }
-        _ => once(slot, members, |_, value| Some(value)),
     }
+    once(slot, members, |_, value| Some(value))
 }
 
 /// Reads the object value of the member `members` last returned into `slot` with `read`, once, in the same

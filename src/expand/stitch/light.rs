@@ -64,13 +64,11 @@ impl<'a> EventHead<'a> {
                     if same_response.is_some() {
                         return None;
                     }
-                    let rest = data.get(start..).unwrap_or_default();
-                    match last.filter(|last| response.is_none() && rest.starts_with(last)) {
-                        Some(last) => {
-                            let end = start + last.len();
-                            members.read_to(end);
-                            same_response = Some(start..end);
-                        }
+                    let known = last
+                        .filter(|_| response.is_none())
+                        .and_then(|last| skim::known_value(&mut members, last));
+                    match known {
+                        Some(span) => same_response = Some(span),
                         None => skim::once_object(&mut response, &mut members, start, |b, at| {
                             let (echo, end) = ResponseEcho::read(b, at)?;
                             response_span = Some(at..end);
