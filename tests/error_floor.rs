@@ -158,10 +158,10 @@ async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() 
     let mut opts = ProxyOptions::new(&mock_url(&mock));
     opts.store_path = Some(store_path.clone());
     let proxy = start_proxy_with(opts).await;
-    // Saves a few hundred estimated tokens: less than the first marker's cost (min_saved_tokens, 512).
-    let small = passing_log("small", 60);
+    // Saves under 300 estimated tokens: less than the first marker's cost (min_saved_tokens, 352).
+    let small = passing_log("small", 42);
     let big = passing_log("big", 2000);
-    let second_small = passing_log("again", 60);
+    let second_small = passing_log("again", 42);
     let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
     let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
     let mut input = vec![

@@ -11,33 +11,29 @@ use serde_json::{Value, json};
 pub const EXPAND_TOOL: &str = "context_expand";
 
 /// What the model reads to decide when and how to call the tool. Kept in one constant so it never drifts.
-const TOOL_DESCRIPTION: &str = "Retrieve content that was offloaded from this conversation. Long outputs may be \
-shortened, and what was removed is replaced by a marker such as <<ctxzip:HASH NOTE>>, where HASH is 12 hex \
-characters and NOTE says what was removed (for example 1204_lines_offloaded). Call this tool with that HASH to get \
-the full original back. Large originals come back one window at a time, ending with a line that tells how to get \
-the next window. Use `query` to get only the lines that mention given words.";
+const TOOL_DESCRIPTION: &str = "Get back text that this conversation shows shortened. A marker \
+<<ctxzip:HASH NOTE>> stands where lines were removed (NOTE says how many); pass its HASH. Long originals come back \
+one window at a time; the last line says how to get the next.";
 
-const HASH_DESCRIPTION: &str = "The marker's hash: 12 hex characters. The whole marker, any letter case, or a \
-unique prefix of at least 6 characters is also accepted.";
+const HASH_DESCRIPTION: &str = "The marker's 12 hex characters (the whole marker, or a unique prefix of 6 or more, \
+also works).";
 
-const QUERY_DESCRIPTION: &str = "Optional. Whitespace-separated words; only lines containing at least one of \
-them (case-insensitive) are returned, with line numbers and a little surrounding context, lines matching more \
-words first. Wrap the whole query in double quotes to search for an exact phrase.";
+const QUERY_DESCRIPTION: &str = "Optional words: only lines containing any of them (case-insensitive) come back, \
+with a little context. Quote a phrase to match it exactly.";
 
-const OFFSET_DESCRIPTION: &str = "Optional. Where to start, in characters from the beginning of the original \
-(default 0); with `query`, how many matching lines to skip. The end of each window tells the offset of the next.";
+const OFFSET_DESCRIPTION: &str =
+    "Optional: where to start, in characters (with `query`: matching lines to skip).";
 
-const LIMIT_DESCRIPTION: &str = "Optional. Maximum number of characters to return in this window (default and \
-upper bound: 16000).";
+const LIMIT_DESCRIPTION: &str =
+    "Optional: at most this many characters (default and maximum 16000).";
 
 /// The directive appended to `instructions` when the input carries a marker. Constant, so the instructions stay
-/// byte-stable across turns; short, because it rides along in every request of the conversation.
+/// byte-stable across turns; short, because it rides along in every request of the conversation and its cost (with
+/// the tool's) is what the first markers of a conversation must save ([`crate::config::compress::DEFAULT_MIN_SAVED_TOKENS`]).
 pub const DIRECTIVE: &str = "## Offloaded context\n\
-Some long outputs in this conversation were shortened to save space. Where text was removed you will see a \
-marker like <<ctxzip:HASH NOTE>>; the note says how much was taken out. The visible part keeps errors and \
-representative content, so it is often all you need. When you need the exact data (a full listing, a precise \
-count, a line you cannot see), call the context_expand tool with the marker's hash; give it a query to get only \
-matching lines. If it reports that the content expired, run again the tool that produced the output.";
+Some long outputs here were shortened: a marker <<ctxzip:HASH NOTE>> stands where text was removed, and what is \
+shown keeps the errors and representative lines. If you need removed text, call context_expand with the marker's \
+HASH (add a query to get only matching lines). If it says the content expired, run again the tool that produced it.";
 
 /// The `context_expand` function tool in Responses API shape.
 ///
@@ -150,6 +146,20 @@ mod tests {
         assert!(DIRECTIVE.contains("<<ctxzip:HASH NOTE>>"));
         assert!(DIRECTIVE.contains("expired"));
         assert!(DIRECTIVE.len() < 800);
+    }
+
+    /// The first markers of a conversation must save what the tool and directive they bring cost, counted the way
+    /// the threshold counts savings; the threshold stays close, so small first savings are not refused for nothing.
+    #[test]
+    fn the_first_marker_threshold_pays_for_the_tool_and_directive() {
+        let cost = crate::ctxzip::estimate_tokens(&String::from_utf8_lossy(tool_bytes()))
+            + crate::ctxzip::estimate_tokens(&format!("\n\n{DIRECTIVE}"));
+        let threshold = crate::config::compress::DEFAULT_MIN_SAVED_TOKENS as usize;
+        assert!(cost <= threshold, "tool and directive {cost} > {threshold}");
+        assert!(
+            threshold - cost < 64,
+            "threshold {threshold} far above the cost {cost}"
+        );
     }
 
     #[test]
