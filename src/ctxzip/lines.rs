@@ -93,6 +93,11 @@ pub(crate) const NOTES: Params = Params {
 
 /// An error line seen this often is already visible as the exact line; later copies may go into a gap.
 const MAX_COPIES_OF_ERROR: u8 = 1;
+/// Lines kept for their error or warning words without being floor lines (`warning: unused variable`, `cannot
+/// find`, `deprecated`) — each with its context — up to this many; later ones are left to the marker. A build or
+/// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
+/// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
+const MAX_WARNING_LINES: usize = 32;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
 const CHEAP_GAP: usize = 100;
@@ -252,6 +257,7 @@ fn select(
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
+    let mut warnings_left = MAX_WARNING_LINES;
     let mut other = keep.clone();
     for i in 0..n {
         if flags[i] & KEEP != 0 {
@@ -264,6 +270,12 @@ fn select(
         let copies = seen.entry(recs[i].text).or_insert(0);
         if *copies >= MAX_COPIES_OF_ERROR {
             continue;
+        }
+        if flags[i] & FLOOR == 0 {
+            if warnings_left == 0 {
+                continue;
+            }
+            warnings_left -= 1;
         }
         *copies += 1;
         keep[i] = true;

@@ -169,3 +169,60 @@ fn repeats_collapse() {
         "start\nsame line (×500)\nend\n<<ctxzip:0123456789ab 499_lines_offloaded>> (repeats collapsed)\n"
     );
 }
+
+/// A build that prints hundreds of warnings shows the first few dozen with their context; every floor line (an
+/// error word) stays however late and however many.
+#[test]
+fn a_flood_of_warnings_keeps_the_first_ones_and_every_floor_line() {
+    let mut text = String::new();
+    for i in 0..300 {
+        text.push_str(&format!("   Compiling unit_{i} v0.1.0\n"));
+        text.push_str(&format!("warning: unused variable: `v{i}`\n"));
+        text.push_str(&format!("  --> src/unit_{i}.rs:{i}:9\n\n"));
+        if i % 60 == 59 {
+            text.push_str(&format!("error[E0308]: mismatched types in unit_{i}\n\n"));
+        }
+    }
+    let out =
+        compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
+    let shown = out.matches("warning: unused variable").count();
+    assert_eq!(shown, MAX_WARNING_LINES, "{out}");
+    for i in 0..MAX_WARNING_LINES {
+        assert!(
+            out.contains(&format!(
+                "warning: unused variable: `v{i}`\n  --> src/unit_{i}.rs:{i}:9\n"
+            )),
+            "{out}"
+        );
+    }
+    for i in (59..300).step_by(60) {
+        assert!(
+            out.contains(&format!("\nerror[E0308]: mismatched types in unit_{i}\n")),
+            "{out}"
+        );
+    }
+    assert!(super::super::keeps_floor(&text, &out));
+    assert!(
+        out.len() * 4 < text.len(),
+        "{} of {}",
+        out.len(),
+        text.len()
+    );
+    // Under the limit nothing changes: each warning keeps its place and its context.
+    let few: String = (0..20)
+        .map(|i| {
+            format!(
+                "{}warning: slow step {i}\n  took {i} s\n\n",
+                format!("step {i}: fetching the inputs of this step from the cache\n").repeat(3)
+            )
+        })
+        .collect();
+    let out =
+        compress_with(&few, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
+    for i in 0..20 {
+        assert!(
+            out.contains(&format!("warning: slow step {i}\n  took {i} s\n")),
+            "{out}"
+        );
+    }
+}
