@@ -29,12 +29,16 @@ struct EventHead<'a> {
     sequence_number: Option<u64>,
     output_index: Option<u64>,
     item: Option<Head<'a>>,
-    response: Option<ResponseEcho<'a>>,
-    /// Where the `response` object stands, when it was read.
-    response_span: Option<Range<usize>>,
-    /// Where the `response` object stands when it is, byte for byte, the one the round's last lifecycle event
-    /// carried: it is not read again.
-    same_response: Option<Range<usize>>,
+    response: Option<ResponseHead<'a>>,
+}
+
+/// The `response` object of a lifecycle event, as the light path took it.
+#[derive(Debug, PartialEq, Eq)]
+enum ResponseHead<'a> {
+    /// Read: the response's identity and echoed members, and where the object stands in the event.
+    Read(ResponseEcho<'a>, Range<usize>),
+    /// Byte for byte the object the round's last lifecycle event carried, standing here: not read again.
+    Same(Range<usize>),
 }
 
 impl<'a> EventHead<'a> {
@@ -48,7 +52,6 @@ impl<'a> EventHead<'a> {
     fn read(data: &'a [u8], last: Option<&[u8]>) -> Option<EventHead<'a>> {
         let (mut kind, mut sequence_number, mut output_index, mut item, mut response) =
             (None, None, None, None, None);
-        let (mut response_span, mut same_response) = (None, None);
         let mut members = skim::members(data, 0);
         while let Some(member) = members.next() {
             let member = member?;
@@ -61,18 +64,14 @@ impl<'a> EventHead<'a> {
                 b"output_index" => skim::once(&mut output_index, &mut members, skim::unsigned)?,
                 b"item" => skim::once_object(&mut item, &mut members, start, Head::read)?,
                 b"response" => {
-                    if same_response.is_some() {
-                        return None;
-                    }
                     let known = last
                         .filter(|_| response.is_none())
                         .and_then(|last| skim::known_value(&mut members, last));
                     match known {
-                        Some(span) => same_response = Some(span),
+                        Some(span) => response = Some(Some(ResponseHead::Same(span))),
                         None => skim::once_object(&mut response, &mut members, start, |b, at| {
                             let (echo, end) = ResponseEcho::read(b, at)?;
-                            response_span = Some(at..end);
-                            Some((echo, end))
+                            Some((ResponseHead::Read(echo, at..end), end))
                         })?,
                     }
                 }
@@ -85,8 +84,6 @@ impl<'a> EventHead<'a> {
             output_index: output_index.flatten(),
             item: item.flatten(),
             response: response.flatten(),
-            response_span,
-            same_response,
         })
     }
 }
@@ -170,15 +167,13 @@ impl Stitcher {
             }
         }
         let terminal = terminal_kind(kind);
-        if head.response.is_some() || head.same_response.is_some() {
+        if let Some(response) = &head.response {
             if terminal.is_none() && !OPENING.contains(&kind) {
                 return false;
             }
-            // A response read again is the last one, whose id was learned then.
-            if let Some((response, id)) = head
-                .response
-                .as_ref()
-                .and_then(|r| Some((r, r.id.as_deref()?)))
+            // A response taken as the last one has its id learned already.
+            if let ResponseHead::Read(response, _) = response
+                && let Some(id) = response.id.as_deref()
             {
                 let created = response
                     .created_at
@@ -220,21 +215,18 @@ impl Stitcher {
         }
         let data = event.data_bytes();
         let mut last = None;
-        let stripped = match (&head.response, &head.same_response) {
-            (Some(response), _) => {
+        let stripped = match &head.response {
+            Some(ResponseHead::Read(response, span)) => {
                 let stripped = echo::strip_echo(data, response, &self.tool);
-                last = head
-                    .response_span
-                    .clone()
-                    .and_then(|span| LastResponse::new(data, span, stripped.as_deref()));
+                last = LastResponse::new(data, span.clone(), stripped.as_deref());
                 stripped
             }
-            (None, Some(span)) => self
+            Some(ResponseHead::Same(span)) => self
                 .round
                 .last_response
                 .as_ref()
                 .and_then(|l| l.splice(data, span.clone())),
-            (None, None) => None,
+            None => None,
         };
         if last.is_some() {
             self.round.last_response = last;

@@ -6,7 +6,7 @@
     reason = "a test fails loudly on what it did not expect"
 )]
 
-use super::EventHead;
+use super::{EventHead, ResponseHead};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -131,14 +131,19 @@ fn skimmed(data: &str) -> Option<Summary> {
         h.output_index,
         h.item
             .map(|i| (i.kind.map(Cow::into_owned), i.name.map(Cow::into_owned))),
-        h.response.map(|r| {
-            [
-                r.id.clone().map(Cow::into_owned),
-                text(&r.created_at),
-                text(&r.echo_ranges().0),
-                text(&r.echo_ranges().1),
-            ]
-        }),
+        h.response
+            .and_then(|r| match r {
+                ResponseHead::Read(r, _) => Some(r),
+                ResponseHead::Same(_) => None,
+            })
+            .map(|r| {
+                [
+                    r.id.clone().map(Cow::into_owned),
+                    text(&r.created_at),
+                    text(&r.echo_ranges().0),
+                    text(&r.echo_ranges().1),
+                ]
+            }),
     ))
 }
 
@@ -237,7 +242,8 @@ proptest! {
     fn a_known_response_is_taken_as_it_was_read(data in event(), other in event()) {
         let b = data.as_bytes();
         let Some(first) = EventHead::read(b, None) else { return Ok(()) };
-        let Some(span) = first.response_span.clone() else { return Ok(()) };
+        let Some(ResponseHead::Read(_, span)) = &first.response else { return Ok(()) };
+        let span = span.clone();
         let again = EventHead::read(b, Some(&b[span.clone()]));
         prop_assert!(again.is_some());
         let again = again.unwrap();
@@ -245,16 +251,14 @@ proptest! {
         prop_assert_eq!(again.sequence_number, first.sequence_number);
         prop_assert_eq!(again.output_index, first.output_index);
         prop_assert_eq!(&again.item, &first.item);
-        prop_assert!(again.response.is_none());
-        prop_assert_eq!(again.same_response, Some(span));
+        prop_assert_eq!(again.response, Some(ResponseHead::Same(span)));
         let o = other.as_bytes();
-        if let Some(span) = EventHead::read(o, None).and_then(|h| h.response_span) {
+        if let Some(ResponseHead::Read(_, span)) = EventHead::read(o, None).and_then(|h| h.response) {
             let known = &o[span];
             let read = EventHead::read(b, Some(known)).unwrap();
-            if read.same_response.is_none() {
-                prop_assert_eq!(read, first);
-            } else {
-                prop_assert_eq!(&b[read.same_response.clone().unwrap()], known);
+            match &read.response {
+                Some(ResponseHead::Same(span)) => prop_assert_eq!(&b[span.clone()], known),
+                _ => prop_assert_eq!(read, first),
             }
         }
     }
