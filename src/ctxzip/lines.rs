@@ -196,6 +196,16 @@ pub(crate) fn compress_with(
             }
         }
     }
+    if p.regions == Regions::Runs {
+        let texts: Vec<&str> = recs.iter().map(|r| r.text).collect();
+        if let Some(rest) = regions::warnings_summary_rest(&texts) {
+            for f in &mut flags[rest] {
+                if *f & FLOOR == 0 {
+                    *f &= !ERROR;
+                }
+            }
+        }
+    }
     // The query's picks (best first), less those picked only by terms that mark most of the text.
     if p.regions == Regions::TestReport {
         relevant.retain(|r| super::testxml::pickable(recs[r.1].text));

@@ -79,6 +79,35 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
     }
 }
 
+/// The lines of pytest's `warnings summary` section after its first entry: the same deprecation, printed again
+/// for each test or module that triggered it. They are noise a reader needs once — the first entry shows what
+/// kind of warning it is, the run's verdict line counts them all — so they are not kept for their warning words
+/// (the floor still keeps any line with an error word). `None` when `lines` has no such section or it holds one
+/// entry. The section ends at the next banner or at pytest's `-- Docs:` line.
+pub(crate) fn warnings_summary_rest(lines: &[&str]) -> Option<std::ops::Range<usize>> {
+    let header = lines
+        .iter()
+        .position(|l| is_banner(l) && l.contains(" warnings summary "))?;
+    let body = header + 1;
+    let end = lines[body..]
+        .iter()
+        .position(|l| is_banner(l) || l.starts_with("-- Docs:"))
+        .map_or(lines.len(), |k| body + k);
+    // Entries are separated by blank lines; the first one (and the blank lines before it) stays as it is.
+    let mut i = body;
+    while i < end && lines[i].trim().is_empty() {
+        i += 1;
+    }
+    while i < end && !lines[i].trim().is_empty() {
+        i += 1;
+    }
+    let rest = i;
+    while i < end && lines[i].trim().is_empty() {
+        i += 1;
+    }
+    (i < end).then_some(rest..end)
+}
+
 /// One past the exception line that ends the traceback starting at `start`.
 fn traceback_end(lines: &[&str], start: usize) -> usize {
     let mut j = start + 1;

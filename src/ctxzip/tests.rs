@@ -144,3 +144,113 @@ fn big_log_keeps_errors_and_is_deterministic() {
             .all(|(h, _)| *h == hash_of(&log))
     );
 }
+
+/// A pytest run whose warnings summary repeats one deprecation for every test that triggered it.
+fn pytest_with_warnings(entries: usize) -> String {
+    let mut t = String::from(
+        "============================= test session starts ==============================\n\
+         platform linux -- Python 3.11.4, pytest-7.4.0, pluggy-1.3.0\n\
+         collected 120 items\n\n\
+         tests/test_app.py ........................................................ [ 48%]\n\
+         tests/test_api.py ..............................................F......... [ 97%]\n\
+         tests/test_cli.py ...                                                        [100%]\n\n\
+         =================================== FAILURES ===================================\n\
+         ________________________________ test_post_item ________________________________\n\n\
+         \x20   def test_post_item():\n\
+         >       assert post('/items').status == 201\n\
+         E       assert 500 == 201\n\n\
+         tests/test_api.py:48: AssertionError\n\
+         =============================== warnings summary ===============================\n",
+    );
+    for i in 0..entries {
+        t.push_str(&format!(
+            "tests/test_app.py::test_case_{i}\n  /venv/lib/python3.11/site-packages/attr/_make.py:918: \
+             DeprecationWarning: the `cmp` argument is deprecated, use `eq` and `order` instead.\n    \
+             warnings.warn(_CMP_DEPRECATION, DeprecationWarning, stacklevel=2)\n\n"
+        ));
+        if i == entries / 2 {
+            t.push_str("tests/test_api.py::test_post_item\n  ResourceWarning: unclosed socket: connection failed\n\n");
+        }
+    }
+    t.push_str(
+        "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html\n\
+         =========================== short test summary info ============================\n\
+         FAILED tests/test_api.py::test_post_item - assert 500 == 201\n\
+         ============ 1 failed, 119 passed, 41 warnings in 3.20s ============\n",
+    );
+    t
+}
+
+#[test]
+fn a_warnings_summary_keeps_its_first_entry_and_every_floor_line() {
+    let text = pytest_with_warnings(40);
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some());
+    let Some(c) = c else { return };
+    // The first entry shows what kind of warning it is; the others repeat it.
+    assert!(
+        c.text.contains("tests/test_app.py::test_case_0\n"),
+        "{}",
+        c.text
+    );
+    assert!(
+        c.text
+            .matches("DeprecationWarning: the `cmp` argument")
+            .count()
+            < 10,
+        "{}",
+        c.text
+    );
+    // The floor, the failure and the verdict stay.
+    assert!(
+        c.text
+            .contains("\n  ResourceWarning: unclosed socket: connection failed\n")
+    );
+    assert!(c.text.contains("\nE       assert 500 == 201\n"));
+    assert!(
+        c.text
+            .contains("\nFAILED tests/test_api.py::test_post_item - assert 500 == 201\n")
+    );
+    assert!(
+        c.text
+            .contains("1 failed, 119 passed, 41 warnings in 3.20s")
+    );
+    assert!(keeps_floor(&text, &c.text));
+    assert!(
+        c.text.len() * 3 < text.len(),
+        "{} of {}",
+        c.text.len(),
+        text.len()
+    );
+    // A summary of one entry is that entry; a run without a summary has none.
+    let banner = "=============================== warnings summary ===============================";
+    let one = [
+        banner,
+        "a.py::t",
+        "  DeprecationWarning: x",
+        "",
+        "-- Docs: https://docs.pytest.org",
+    ];
+    assert_eq!(regions::warnings_summary_rest(&one), None);
+    let two = [
+        banner,
+        "a.py::t",
+        "  DeprecationWarning: x",
+        "",
+        "b.py::t",
+        "  DeprecationWarning: x",
+        "",
+        "-- Docs: y",
+    ];
+    assert_eq!(regions::warnings_summary_rest(&two), Some(3..7));
+    assert_eq!(
+        regions::warnings_summary_rest(&["ok", "== 1 passed in 0.1s =="]),
+        None
+    );
+    let lines: Vec<&str> = text.split('\n').collect();
+    let rest = regions::warnings_summary_rest(&lines);
+    assert!(
+        rest.as_ref()
+            .is_some_and(|r| lines[r.start].is_empty() && lines[r.end].starts_with("-- Docs:"))
+    );
+}
