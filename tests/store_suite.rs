@@ -36,9 +36,13 @@ impl Backend {
     }
 
     fn redis_at(url: String, test: &str) -> Backend {
+        Backend::redis_with_prefix(url, unique_prefix(test))
+    }
+
+    fn redis_with_prefix(url: String, prefix: String) -> Backend {
         let raw = RawStore {
             url: Some(url),
-            key_prefix: Some(unique_prefix(test)),
+            key_prefix: Some(prefix),
             ..RawStore::default()
         };
         let settings = ctxgate::config::store::resolve(&raw)
@@ -295,6 +299,74 @@ async fn prefix_scans_list_live_keys_in_order_up_to_the_limit(b: Backend) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// A Redis store written before the name set existed — records and their expiry index only, what an older ctxgate
+/// wrote — is still scanned by prefix: the first scan files the missing names, so a record written since (which
+/// does file its name) does not hide the older ones.
+#[tokio::test]
+async fn redis_records_written_before_the_name_set_are_found_by_prefix() {
+    let server = shared_redis();
+    let prefix = unique_prefix("before_the_name_set");
+    let b = Backend::redis_with_prefix(server.url(), prefix.clone());
+    let s = b.store();
+    let now = unix_now();
+    let old: Vec<String> = (0..40)
+        .map(|i| format!("{:02x}{i:02}", (i * 53) % 256))
+        .collect();
+    for key in &old {
+        s.put(
+            Namespace::Originals,
+            "t",
+            key,
+            rec(key.as_bytes(), Some(now + 600)),
+        )
+        .await
+        .unwrap();
+    }
+    // As an older ctxgate left it: no name set.
+    let names = format!("{prefix}{{t}}:n:originals");
+    let client = ::redis::Client::open(server.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let removed: i64 = ::redis::cmd("DEL")
+        .arg(&names)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(removed, 1);
+    // Written after the upgrade: it files its own name.
+    s.put(
+        Namespace::Originals,
+        "t",
+        "zz99",
+        rec(b"new", Some(now + 600)),
+    )
+    .await
+    .unwrap();
+    let mut want: Vec<&str> = old.iter().map(String::as_str).chain(["zz99"]).collect();
+    want.sort_unstable();
+    let all = s
+        .scan_prefix(Namespace::Originals, "t", "", 100, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        all.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        want
+    );
+    for key in &old {
+        let rows = s
+            .scan_prefix(Namespace::Originals, "t", key, 10, now)
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "prefix {key}");
+        assert_eq!(rows[0].1.value, key.as_bytes());
+    }
+    let filed: i64 = ::redis::cmd("ZCARD")
+        .arg(&names)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(filed, 41);
 }
 
 /// Records written and refreshed at different times have different expiries; a prefix scan still finds each one

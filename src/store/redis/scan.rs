@@ -5,12 +5,36 @@
 //! expiry-scored index writes prune from, and a scan is `ZRANGEBYLEX` over the names, then the records themselves
 //! in one pipeline — the same key order redb's table gives. Entries whose record Redis already expired or evicted
 //! are dropped from both sets on the way.
+//!
+//! The name set came after the index (a store written by an older ctxgate has only the index): a scan that finds
+//! the index holding more keys than the names first files the missing ones (`NAMES_SCRIPT`), once per tenant and
+//! namespace, so records written before an upgrade are found by prefix too — a conversation's folds are kept for
+//! days, and a fold that is not found is made again.
 
 use redis::Value;
 
 use super::RedisStore;
 use super::codec::{decode, records_from};
 use crate::store::{Namespace, Record, StoreError};
+
+/// One page of names, after filing in the name set (score 0) every key the expiry index holds and the names do not.
+/// Every write and removal changes both sets together, so the names hold fewer keys only where records were
+/// written before the name set existed; then all of the index is added (`NX`: names present stay), in batches
+/// `unpack` can take. KEYS: index, names; ARGV: min, max, offset, count of `ZRANGEBYLEX`.
+const NAMES_SCRIPT: &str = r"
+if redis.call('ZCARD', KEYS[1]) > redis.call('ZCARD', KEYS[2]) then
+  local all = redis.call('ZRANGE', KEYS[1], 0, -1)
+  for i = 1, #all, 512 do
+    local args = {}
+    for j = i, math.min(i + 511, #all) do
+      args[#args + 1] = 0
+      args[#args + 1] = all[j]
+    end
+    redis.call('ZADD', KEYS[2], 'NX', unpack(args))
+  end
+end
+return redis.call('ZRANGEBYLEX', KEYS[2], ARGV[1], ARGV[2], 'LIMIT', ARGV[3], ARGV[4])
+";
 
 impl RedisStore {
     /// Live records of a tenant whose key starts with `prefix`, in key order, at most `limit`.
@@ -45,16 +69,16 @@ impl RedisStore {
         let mut offset = 0usize;
         loop {
             let members: Vec<String> = {
-                let (names, min, max) = (&names, &min, &max);
+                let (index, names, min, max) = (&index, &names, &min, &max);
                 self.run("scan_prefix", |mut c| async move {
-                    redis::cmd("ZRANGEBYLEX")
-                        .arg(names)
+                    redis::Script::new(NAMES_SCRIPT)
+                        .key(index)
+                        .key(names)
                         .arg(min)
                         .arg(max)
-                        .arg("LIMIT")
                         .arg(offset)
                         .arg(batch)
-                        .query_async(&mut c)
+                        .invoke_async(&mut c)
                         .await
                 })
                 .await?
