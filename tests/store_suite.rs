@@ -311,8 +311,9 @@ async fn redis_records_written_before_the_name_set_are_found_by_prefix() {
     let b = Backend::redis_with_prefix(server.url(), prefix.clone());
     let s = b.store();
     let now = unix_now();
-    let old: Vec<String> = (0..40)
-        .map(|i| format!("{:02x}{i:02}", (i * 53) % 256))
+    // More keys than the script files in one batch (512), and than one scan page reads.
+    let old: Vec<String> = (0..1100)
+        .map(|i| format!("{:02x}{i:04}", (i * 53) % 256))
         .collect();
     for key in &old {
         s.put(
@@ -346,14 +347,14 @@ async fn redis_records_written_before_the_name_set_are_found_by_prefix() {
     let mut want: Vec<&str> = old.iter().map(String::as_str).chain(["zz99"]).collect();
     want.sort_unstable();
     let all = s
-        .scan_prefix(Namespace::Originals, "t", "", 100, now)
+        .scan_prefix(Namespace::Originals, "t", "", 2000, now)
         .await
         .unwrap();
     assert_eq!(
         all.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
         want
     );
-    for key in &old {
+    for key in old.iter().step_by(37) {
         let rows = s
             .scan_prefix(Namespace::Originals, "t", key, 10, now)
             .await
@@ -366,7 +367,7 @@ async fn redis_records_written_before_the_name_set_are_found_by_prefix() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(filed, 41);
+    assert_eq!(filed, 1101);
 }
 
 /// Records written and refreshed at different times have different expiries; a prefix scan still finds each one
