@@ -196,8 +196,12 @@ pub(crate) fn compress_with(
             }
         }
     }
+    // The lines as the region finders read them (collected once, for every finder).
+    let texts: Vec<&str> = match p.regions {
+        Regions::None => Vec::new(),
+        Regions::Runs | Regions::TestReport => recs.iter().map(|r| r.text).collect(),
+    };
     if p.regions == Regions::Runs {
-        let texts: Vec<&str> = recs.iter().map(|r| r.text).collect();
         if let Some(rest) = regions::warnings_summary_rest(&texts) {
             for f in &mut flags[rest] {
                 if *f & FLOOR == 0 {
@@ -214,7 +218,7 @@ pub(crate) fn compress_with(
     relevant.sort_unstable_by(|a, b| b.0.count_ones().cmp(&a.0.count_ones()).then(a.1.cmp(&b.1)));
     relevant.truncate(p.max_relevant);
     relevant.retain(|r| r.0 & mask != 0);
-    let (keep, floor_only) = select(&recs, &flags, &relevant, p);
+    let (keep, floor_only) = select(&recs, &texts, &flags, &relevant, p);
     let gather = if p.gather_floor { &floor_only[..] } else { &[] };
     Some(render(
         &recs,
@@ -243,9 +247,10 @@ fn collapse(body: &str) -> Vec<Rec<'_>> {
 }
 
 /// The lines to keep, and which of them are kept for the error floor alone (not head, tail, region, keep-pattern,
-/// relevant or context lines).
+/// relevant or context lines). `texts` are the records' lines, for the region finders.
 fn select(
     recs: &[Rec<'_>],
+    texts: &[&str],
     flags: &[u8],
     relevant: &[(u32, usize)],
     p: &Params,
@@ -258,12 +263,8 @@ fn select(
         .for_each(|k| *k = true);
     match p.regions {
         Regions::None => {}
-        Regions::Runs => {
-            regions::mark(&recs.iter().map(|r| r.text).collect::<Vec<_>>(), &mut keep);
-        }
-        Regions::TestReport => {
-            super::testxml::mark(&recs.iter().map(|r| r.text).collect::<Vec<_>>(), &mut keep);
-        }
+        Regions::Runs => regions::mark(texts, &mut keep),
+        Regions::TestReport => super::testxml::mark(texts, &mut keep),
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;

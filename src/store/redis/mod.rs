@@ -16,8 +16,8 @@ pub mod health;
 mod scan;
 mod write;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -46,11 +46,16 @@ end
 return 1
 ";
 
+/// [`TOUCH_SCRIPT`] with its hash taken once: `Script::new` hashes the source on every call, and a touch runs
+/// whenever a request carries a marker again.
+static TOUCH: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(TOUCH_SCRIPT));
+
 /// Deletes a lock only if its owner still holds it.
 const UNLOCK_SCRIPT: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 ";
+static UNLOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(UNLOCK_SCRIPT));
 
 /// A Redis-backed [`Store`].
 pub struct RedisStore {
@@ -256,7 +261,7 @@ impl Store for RedisStore {
         let key = key.to_string();
         let touched: i64 = self
             .run("touch", |mut c| async move {
-                redis::Script::new(TOUCH_SCRIPT)
+                TOUCH
                     .key(&k)
                     .key(&index)
                     .arg(at)
@@ -394,7 +399,7 @@ impl Store for RedisStore {
         let lock = self.keys.lock(tenant, key);
         let owner = owner.to_string();
         self.run("unlock", |mut c| async move {
-            redis::Script::new(UNLOCK_SCRIPT)
+            UNLOCK
                 .key(&lock)
                 .arg(owner)
                 .invoke_async::<i64>(&mut c)

@@ -35,6 +35,8 @@ if redis.call('ZCARD', KEYS[1]) > redis.call('ZCARD', KEYS[2]) then
 end
 return redis.call('ZRANGEBYLEX', KEYS[2], ARGV[1], ARGV[2], 'LIMIT', ARGV[3], ARGV[4])
 ";
+static NAMES: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(NAMES_SCRIPT));
 
 impl RedisStore {
     /// Live records of a tenant whose key starts with `prefix`, in key order, at most `limit`.
@@ -71,7 +73,7 @@ impl RedisStore {
             let members: Vec<String> = {
                 let (index, names, min, max) = (&index, &names, &min, &max);
                 self.run("scan_prefix", |mut c| async move {
-                    redis::Script::new(NAMES_SCRIPT)
+                    NAMES
                         .key(index)
                         .key(names)
                         .arg(min)
