@@ -21,12 +21,16 @@
 #   BENCH_MODES="json sse"     modes from {json, sse},
 #   BENCH_CONNS="1 32"         concurrencies (1..1000)
 #   BENCH_NGINX_WORKERS=auto nginx worker_processes (auto = one per core, like ctxgate's tokio runtime)
+#   BENCH_FORWARDED="10k-marker"   sizes (of BENCH_SIZES; default: 10k-marker if selected; "" = none) that also get
+#                            a target "direct-fwd": the exact body ctxgate forwards (captured by the probe request)
+#                            sent straight to the mock. ctxgate rewrites these bodies larger (context_expand tool
+#                            and directive), so the mock works longer behind ctxgate; direct-fwd measures that share
 #   BENCH_BYPASS=0           1 sends x-ctxgate-bypass: 1, so ctxgate's stages (compression, ...) leave the body alone
 #                            and the upstream gets the same bytes through every target: the hop's cost alone
 #   BENCH_CORPUS             the tool outputs of 1m-transcript (default ../shared/corpus/tool_outputs)
 #   BENCH_STORE_URL          ctxgate's store: a Redis URL (redis://…, redis+cluster://h1:p1,h2:p2,…; started by the
 #                            caller, keys under a per-run prefix) instead of the default redb file in the temp dir
-#   BENCH_REPLICAS=1         2 adds a fourth target, "ctxgate-x2": a second nginx (scripts/bench/lb.conf.template,
+#   BENCH_REPLICAS=1         2 adds a target, "ctxgate-x2": a second nginx (scripts/bench/lb.conf.template,
 #                            the scale profile's settings: round robin, keepalive, unbuffered) in front of the
 #                            ctxgate above and a second ctxgate on the same store (needs BENCH_STORE_URL), so one
 #                            replica and two behind a load balancer are measured in the same run
@@ -74,6 +78,12 @@ in_range "$BENCH_ROUNDS" 1 100 || die "BENCH_ROUNDS must be an integer in 1..100
 read -ra SIZES <<<"$BENCH_SIZES"
 read -ra MODES <<<"$BENCH_MODES"
 read -ra CONNS <<<"$BENCH_CONNS"
+# Unset: 10k-marker, but only when it is measured at all, so BENCH_SIZES=10k alone still runs. Set: taken as given.
+if [[ -z ${BENCH_FORWARDED+set} ]]; then
+  BENCH_FORWARDED=""
+  [[ " ${SIZES[*]} " != *" 10k-marker "* ]] || BENCH_FORWARDED=10k-marker
+fi
+read -ra FORWARDED_SIZES <<<"$BENCH_FORWARDED"
 BENCH_CORPUS=${BENCH_CORPUS:-${CTXGATE_CORPUS:-$ROOT/../shared/corpus/tool_outputs}}
 for s in "${SIZES[@]}"; do
   case $s in
@@ -81,6 +91,11 @@ for s in "${SIZES[@]}"; do
     1m-transcript) [[ -d $BENCH_CORPUS ]] || die "1m-transcript needs the corpus: BENCH_CORPUS=$BENCH_CORPUS is not a directory" ;;
     *) die "BENCH_SIZES: unknown size '$s' (10k, 10k-marker, 10k-expand, 1m, 1m-transcript)" ;;
   esac
+done
+declare -A FWD=() # size → 1 for the sizes of BENCH_FORWARDED
+for s in ${FORWARDED_SIZES[@]+"${FORWARDED_SIZES[@]}"}; do
+  [[ " ${SIZES[*]} " == *" $s "* ]] || die "BENCH_FORWARDED: '$s' is not one of BENCH_SIZES (${SIZES[*]})"
+  FWD[$s]=1
 done
 for m in "${MODES[@]}"; do [[ $m == json || $m == sse ]] || die "BENCH_MODES: unknown mode '$m' (json, sse)"; done
 for c in "${CONNS[@]}"; do
@@ -303,14 +318,14 @@ cpu_ticks() {
 # so the recording is emptied before every run, outside the measured window.
 clear_mock() { curl -fsS -o /dev/null --max-time 10 -X DELETE "$MOCK_URL/__mock/requests"; }
 
-# run_wrk LABEL URL SIZE MODE CONNS SECONDS: one wrk run; sets the associative array R from its result line and
-# fails the whole benchmark if any request failed.
+# run_wrk LABEL URL BODY MODE CONNS SECONDS: one wrk run POSTing the file BODY; sets the associative array R from
+# its result line and fails the whole benchmark if any request failed.
 declare -A R
 run_wrk() {
-  local label=$1 url=$2 size=$3 mode=$4 conns=$5 secs=$6 threads=1 out line kv
+  local label=$1 url=$2 body=$3 mode=$4 conns=$5 secs=$6 threads=1 out line kv
   # One wrk thread is enough for one connection; two (one per core) for 32 connections.
   if ((conns > 1)); then threads=2; fi
-  if ! out=$(BENCH_BODY="$TMP/$size-$mode.json" BENCH_EXPECT=$mode \
+  if ! out=$(BENCH_BODY=$body BENCH_EXPECT=$mode \
     wrk -t"$threads" -c"$conns" -d"${secs}s" --timeout 10s -s "$BENCH_DIR/post.lua" "$url/v1/responses" 2>&1); then
     die "$label: wrk failed: $out"
   fi
@@ -330,7 +345,8 @@ run_wrk() {
 
 # What the upstream receives through ctxgate: its stages may rewrite the body (compression shrinks large tool
 # outputs), and then the mock does less work behind ctxgate than behind the other two targets. One probe request
-# per body, its size as the mock recorded it, goes into the report next to the size sent.
+# per body, its size as the mock recorded it, goes into the report next to the size sent. For the sizes of
+# BENCH_FORWARDED the body of its last upstream call is kept as $size-$mode.fwd.json, for the target direct-fwd.
 UPSTREAM=$TMP/upstream.tsv
 printf 'size\tmode\tsent\treceived\n' >"$UPSTREAM"
 for size in "${SIZES[@]}"; do
@@ -341,11 +357,25 @@ for size in "${SIZES[@]}"; do
     curl -fsS -o /dev/null --max-time 30 "$GATE_URL/v1/responses" -H 'content-type: application/json' \
       -H 'authorization: Bearer sk-bench' "${bypass[@]}" --data-binary "@$TMP/$size-$mode.json" ||
       die "probe through ctxgate failed ($size $mode)"
-    received=$(curl -fsS --max-time 30 "$MOCK_URL/__mock/requests" | python3 -c '
+    fwd=""
+    [[ -z ${FWD[$size]:-} ]] || fwd=$TMP/$size-$mode.fwd.json
+    # Prints the bytes of all upstream calls, and the recorded length of the last one (-1: none).
+    probe=$(curl -fsS --max-time 30 "$MOCK_URL/__mock/requests" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-reqs = d if isinstance(d, list) else d.get("requests", [])
-print(sum(r.get("body_len", 0) for r in reqs if r.get("path") == "/v1/responses"))')
+reqs = [r for r in (d if isinstance(d, list) else d.get("requests", [])) if r.get("path") == "/v1/responses"]
+if sys.argv[1] and reqs:
+    with open(sys.argv[1], "wb") as f:
+        f.write((reqs[-1].get("body") or "").encode())
+print(sum(r.get("body_len", 0) for r in reqs), reqs[-1].get("body_len", -1) if reqs else -1)' "$fwd")
+    read -r received last_len <<<"$probe"
+    if [[ -n $fwd ]]; then
+      # The record's body is text: a body that is not valid UTF-8 would come back altered, and direct-fwd would
+      # then measure other bytes than the ones ctxgate sent.
+      [[ -f $fwd && $(wc -c <"$fwd") -eq $last_len ]] ||
+        die "probe $size $mode: the forwarded body could not be captured intact ($last_len bytes recorded)"
+      log "forwarded body $size $mode: $last_len bytes (sent $(wc -c <"$TMP/$size-$mode.json"))"
+    fi
     printf '%s\t%s\t%s\t%s\n' "$size" "$mode" "$(wc -c <"$TMP/$size-$mode.json")" "$received" >>"$UPSTREAM"
   done
 done
@@ -353,8 +383,9 @@ done
 RESULTS=$TMP/results.tsv
 printf 'round\tsize\tmode\tconns\ttarget\trequests\tseconds\trps\tp50_us\tp99_us\tcpu_us_per_req\n' >"$RESULTS"
 
-declare -A URL=([direct]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL [ctxgate-x2]=$LB_URL)
-runs=$((BENCH_ROUNDS * ${#SIZES[@]} * ${#MODES[@]} * ${#CONNS[@]} * ${#TARGETS[@]}))
+declare -A URL=([direct]=$MOCK_URL [direct-fwd]=$MOCK_URL [nginx]=$NGINX_URL [ctxgate]=$GATE_URL [ctxgate-x2]=$LB_URL)
+# One direct-fwd run per forwarded size on top of the targets every configuration gets.
+runs=$((BENCH_ROUNDS * ${#MODES[@]} * ${#CONNS[@]} * (${#SIZES[@]} * ${#TARGETS[@]} + ${#FWD[@]})))
 log "$runs runs of ${BENCH_SECONDS}s (+${BENCH_WARMUP}s warm-up each): about $((runs * (BENCH_SECONDS + BENCH_WARMUP + 1) / 60 + 1)) min"
 # Noise check for the report: how much CPU the rest of the machine (a build, a test suite, a neighbour VM's
 # steal) took while the matrix ran. machine_ticks: busy and steal ticks of all CPUs, from /proc/stat.
@@ -384,14 +415,18 @@ for round in $(seq "$BENCH_ROUNDS"); do
       for conns in "${CONNS[@]}"; do
         # The targets of one configuration run back to back, so slow drifts of the machine (other
         # processes, thermal, a neighbour VM) hit them all alike and the differences stay meaningful.
-        for target in "${TARGETS[@]}"; do
+        targets=("${TARGETS[@]}")
+        [[ -z ${FWD[$size]:-} ]] || targets=(direct direct-fwd "${TARGETS[@]:1}")
+        for target in "${targets[@]}"; do
           n=$((n + 1))
           label="round $round $size $mode c=$conns $target"
+          body=$TMP/$size-$mode.json
+          [[ $target != direct-fwd ]] || body=$TMP/$size-$mode.fwd.json
           clear_mock
           if ((BENCH_WARMUP > 0)); then
             # Warm-up: opens the connections and the proxies' upstream pools, faults in buffers, so the measured
             # run starts in steady state.
-            run_wrk "$label (warm-up)" "${URL[$target]}" "$size" "$mode" "$conns" "$BENCH_WARMUP"
+            run_wrk "$label (warm-up)" "${URL[$target]}" "$body" "$mode" "$conns" "$BENCH_WARMUP"
             clear_mock
           fi
           case $target in
@@ -402,7 +437,7 @@ for round in $(seq "$BENCH_ROUNDS"); do
             *) pids=() ;;
           esac
           ((${#pids[@]} == 0)) || before=$(cpu_ticks "${pids[@]}")
-          run_wrk "$label" "${URL[$target]}" "$size" "$mode" "$conns" "$BENCH_SECONDS"
+          run_wrk "$label" "${URL[$target]}" "$body" "$mode" "$conns" "$BENCH_SECONDS"
           cpu="-"
           if ((${#pids[@]})); then
             after=$(cpu_ticks "${pids[@]}")

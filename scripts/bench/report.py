@@ -13,9 +13,16 @@ of those is taken.
 UPSTREAM_TSV (size mode sent received) gives the bytes the upstream received for one request through
 ctxgate; where that differs from what was sent, ctxgate's stages rewrote the body.
 
-Prints the table, the targets' verdicts and a one-line summary to stdout. With rows of the target "ctxgate-x2"
-(BENCH_REPLICAS=2: two replicas on one store behind an nginx load balancer) a second table compares it with the
-one replica of the same round.
+Prints the table, the targets' verdicts and a one-line summary to stdout. The table and its verdicts measure
+against direct with the client's body, whatever ctxgate forwards.
+
+With rows of the target "direct-fwd" (BENCH_FORWARDED: the exact body ctxgate forwarded, sent straight to the
+mock; for a marker body it is larger: ctxgate adds its context_expand tool and a directive) a second table splits
+ctxgate's added p50 into the upstream's extra work on that body (direct-fwd - direct) and the hop's own share
+(ctxgate - direct-fwd), set against nginx's added p50. It explains the first table; it carries no verdicts.
+
+With rows of the target "ctxgate-x2" (BENCH_REPLICAS=2: two replicas on one store behind an nginx load
+balancer) a further table compares it with the one replica of the same round.
 """
 
 import csv
@@ -56,7 +63,7 @@ def main():
     if len(sys.argv) > 2:
         for u in csv.DictReader(open(sys.argv[2]), delimiter="\t"):
             upstream[(u["size"], u["mode"])] = (int(u["sent"]), int(u["received"]))
-    rewritten = False
+    shrunk = grown = False
     runs = {}
     for r in rows:
         key = (r["size"], r["mode"], int(r["conns"]))
@@ -98,7 +105,8 @@ def main():
         if (size, mode) in upstream:
             sent, got = upstream[(size, mode)]
             up_s = f"{100.0 * got / sent:.0f} % of the body"
-            rewritten = rewritten or got != sent
+            shrunk = shrunk or got < sent
+            grown = grown or got > sent
         else:
             up_s = "?"
 
@@ -147,15 +155,57 @@ def main():
               f"| {cpu_s['ctxgate']} ({cpu_s['nginx']}) | {cpu_ratio_s} | {up_s} |")
 
     print()
-    if rewritten:
+    if shrunk:
         print("ctxgate's stages rewrote the body (e.g. compressed tool outputs): behind ctxgate the mock received "
               "and parsed fewer bytes than behind the other two targets, so the figures over direct mix the hop's "
               "cost with the work saved upstream. BENCH_BYPASS=1 measures the hop alone.")
         print()
+    if grown:
+        print("On rows whose upstream share is over 100 %, ctxgate added its context_expand tool and directive: the "
+              "mock received, parsed and echoed more bytes behind ctxgate than behind the other two targets, so "
+              "ctxgate's added p50 there includes the upstream's extra work (the table after the verdicts, where "
+              "measured, separates it).")
+        print()
     print(f"Targets met: {met} of {total}.")
     for m in misses:
         print(f"- missed: {m}")
+    forwarded_table(runs, order)
     replicas_table(runs, order)
+
+
+def forwarded_table(runs, order):
+    """ctxgate's added p50 split into the upstream's extra work on the forwarded body and the hop's own share."""
+    need = ("direct", "direct-fwd", "nginx", "ctxgate")
+    keys = [k for k in order if any(all(t in v for t in need) for v in runs[k].values())]
+    if not keys:
+        return
+    print()
+    print("The upstream's own share on rows whose body ctxgate rewrites larger: direct with the body ctxgate "
+          "forwarded (direct-fwd). An explanation of the figures above, not a target:")
+    print()
+    print("| size | mode | c | p50 µs direct / direct with ctxgate's body / ctxgate "
+          "| the upstream's extra p50 µs (direct-fwd − direct) "
+          "| ctxgate's added p50 over direct with its own body µs (ctxgate − direct-fwd) "
+          "| nginx's added p50 µs | that ÷ nginx's |")
+    print("|" + "---|" * 8)
+    for key in keys:
+        size, mode, conns = key
+        rounds = [v for v in runs[key].values() if all(t in v for t in need)]
+
+        def p50(target):
+            return float(target["p50_us"])
+
+        def diff(a, b):
+            return med([p50(v[a]) - p50(v[b]) for v in rounds])
+
+        extra = diff("direct-fwd", "direct")
+        hop = diff("ctxgate", "direct-fwd")
+        a_nginx = diff("nginx", "direct")
+        # As in the first table: with nginx adding nothing measurable the ratio is undefined.
+        ratio_s = f"{hop / a_nginx:.1f}×" if a_nginx > 0 else f"n/a (nginx adds {a_nginx:.0f} µs)"
+        cols = " / ".join(us(med([p50(v[t]) for v in rounds])) for t in ("direct", "direct-fwd", "ctxgate"))
+        print(f"| {SIZES[size][0]} | {MODES[mode]} | {conns} | {cols} | {us(extra)} | {us(hop)} "
+              f"| {us(a_nginx)} | {ratio_s} |")
 
 
 def replicas_table(runs, order):
