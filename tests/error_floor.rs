@@ -204,6 +204,71 @@ async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() 
 }
 
 #[tokio::test]
+async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn_when_asked() {
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.expand.eager_min_head_tokens = Some(1024);
+    let proxy = start_proxy_with(opts).await;
+    // A system prompt of about 2,000 estimated tokens: the head every turn of this conversation repeats.
+    let system = "Run one shell command per turn and explain why.\n".repeat(170);
+    let small = passing_log("small", 42);
+    let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
+    let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
+    let mut input = vec![
+        json!({"role": "developer", "content": system}),
+        json!({"role": "user", "content": "Build it."}),
+    ];
+    let turn = |input: &Vec<Value>| json!({"model": "mock-ok", "prompt_cache_key": "eager", "instructions": "Be brief.", "input": input});
+    let first = post(&proxy, &turn(&input)).await;
+    assert_eq!(first.status(), 200);
+    // The client's view of the answer does not show the tool it never sent.
+    let answer: Value = first.json().await.unwrap();
+    assert!(!answer.to_string().contains("context_expand"));
+    input.extend([call("a"), out("a", &small)]);
+    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
+    input.extend([call("b"), out("b", &passing_log("again", 42))]);
+    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
+    let requests = sent(&mock);
+    assert_eq!(requests.len(), 3);
+    // Offered on the first turn, before any marker, and the head is the same bytes on every turn after it.
+    let tools = requests[0]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "context_expand");
+    assert!(
+        requests[0]["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("Be brief.")
+    );
+    for later in &requests[1..] {
+        assert_eq!(later["tools"].to_string(), requests[0]["tools"].to_string());
+        assert_eq!(later["instructions"], requests[0]["instructions"]);
+    }
+    // The tool is paid for: a small saving, which alone waits for the first marker's threshold, goes behind a
+    // marker at first sight, and keeps that form on the next turn.
+    assert!(ctxgate::ctxzip::contains_marker(&output_of(
+        &requests[1],
+        "a"
+    )));
+    assert_eq!(output_of(&requests[2], "a"), output_of(&requests[1], "a"));
+    let items = |r: &Value| r["input"].as_array().unwrap()[..4].to_vec();
+    assert_eq!(items(&requests[2]), items(&requests[1]));
+    // A short conversation on the same proxy is left as the client sent it.
+    let short = json!({"model": "mock-ok", "input": [{"role": "user", "content": "Hi."}]});
+    assert_eq!(post(&proxy, &short).await.status(), 200);
+    assert!(sent(&mock)[3].get("tools").is_none());
+    // A turn continuing the first response on the server keeps the tool, though its own input is short.
+    let id = answer["id"].as_str().unwrap();
+    let next = json!({"model": "mock-ok", "previous_response_id": id, "input": [{"role": "user", "content": "And?"}]});
+    assert_eq!(post(&proxy, &next).await.status(), 200);
+    assert!(
+        sent(&mock)[4]["tools"]
+            .to_string()
+            .contains("context_expand")
+    );
+}
+
+#[tokio::test]
 async fn a_first_marker_late_in_a_long_session_must_be_worth_the_cached_prefix() {
     let (mock, proxy) = mock_and_proxy().await;
     // A long session of small outputs (each under the compression threshold), then one output whose saving

@@ -90,6 +90,7 @@ pub fn from_env(env: &dyn EnvSource) -> Result<RawConfig, ConfigError> {
     raw.expand.max_rounds = number(env, "CTXGATE_EXPAND_MAX_ROUNDS")?;
     raw.expand.max_chars = number(env, "CTXGATE_EXPAND_MAX_CHARS")?;
     raw.expand.suggest_threshold = number(env, "CTXGATE_EXPAND_SUGGEST_THRESHOLD")?;
+    raw.expand.eager_min_head_tokens = number(env, "CTXGATE_EXPAND_EAGER_MIN_HEAD_TOKENS")?;
     raw.compress.min_tool_output_chars = number(env, "CTXGATE_COMPRESS_MIN_TOOL_OUTPUT_CHARS")?;
     raw.compress.min_saved_tokens = number(env, "CTXGATE_COMPRESS_MIN_SAVED_TOKENS")?;
     raw.compress.protect_recent = number(env, "CTXGATE_COMPRESS_PROTECT_RECENT")?;

@@ -83,6 +83,9 @@ pub struct ExpandSettings {
     pub max_rounds: usize,
     pub max_chars: usize,
     pub suggest_threshold: u64,
+    /// Offer the tool from a conversation's first turn when its fixed head is at least this many estimated
+    /// tokens ([`crate::expand::eager`]); 0: only once the input carries a marker.
+    pub eager_min_head_tokens: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -242,6 +245,7 @@ impl Config {
                     .suggest_threshold
                     .unwrap_or(DEFAULT_SUGGEST_THRESHOLD)
                     .max(1),
+                eager_min_head_tokens: raw.expand.eager_min_head_tokens.unwrap_or(0),
             },
             store,
             store_max_bytes: match raw.store.max_bytes.unwrap_or(DEFAULT_STORE_MAX_BYTES) {

@@ -79,6 +79,7 @@ pub struct RawExpand {
     pub max_rounds: Option<u64>,
     pub max_chars: Option<u64>,
     pub suggest_threshold: Option<u64>,
+    pub eager_min_head_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -136,7 +137,7 @@ impl RawConfig {
         overlay_fields!(self.auth, top.auth; keys, admin_keys);
         overlay_fields!(self.store, top.store;
             path, max_bytes, url, key_prefix, timeout_ms, password_env, lock_ttl_ms);
-        overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold);
+        overlay_fields!(self.expand, top.expand; enabled, max_rounds, max_chars, suggest_threshold, eager_min_head_tokens);
         overlay_fields!(self.compress, top.compress;
             enabled, min_tool_output_chars, min_saved_tokens, protect_recent, protect_recent_turns, agent_steps, agent_notes, exclude_tools, keep_patterns, code,
             user_messages, ttl_secs, failures, min_item_saved_tokens, min_repeat_chars,

@@ -80,6 +80,27 @@ fn agent_switches_come_from_the_env() {
 }
 
 #[test]
+fn the_eager_tool_is_off_unless_a_head_size_is_set() {
+    assert_eq!(
+        Config::resolve(RawConfig::default())
+            .unwrap()
+            .expand
+            .eager_min_head_tokens,
+        0
+    );
+    let raw = env::from_env(&env(&[("CTXGATE_EXPAND_EAGER_MIN_HEAD_TOKENS", "1024")])).unwrap();
+    assert_eq!(
+        Config::resolve(raw).unwrap().expand.eager_min_head_tokens,
+        1024
+    );
+    let err = env::from_env(&env(&[("CTXGATE_EXPAND_EAGER_MIN_HEAD_TOKENS", "lots")])).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("CTXGATE_EXPAND_EAGER_MIN_HEAD_TOKENS")
+    );
+}
+
+#[test]
 fn admin_keys_come_from_file_or_env_and_are_checked() {
     let c = Config::resolve(RawConfig::default()).unwrap();
     assert!(c.auth.admin_keys.is_empty(), "off by default");

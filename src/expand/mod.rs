@@ -3,6 +3,7 @@
 //! the proxy answers expand calls itself — how upstream rounds are stitched into one client response. No I/O here:
 //! `proxy::expand` wires these into the request path.
 
+pub mod eager;
 pub mod echo;
 pub mod merge;
 pub mod resolve;

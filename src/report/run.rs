@@ -67,6 +67,8 @@ impl Rig {
         let started = Instant::now();
         let body = RequestBody::parse(bytes).map_err(|e| fail(e.to_string()))?;
         let mut turn = Turn::new(format!("report-{}", self.turns), caller, body, headers);
+        turn.offer_from_head =
+            crate::turn::expand::inject::offer_from_head(&state.expander.settings, &turn.body);
         run_stages(&state.stages, &mut turn, &state.metrics)
             .await
             .map_err(|e| fail(e.to_string()))?;

@@ -204,6 +204,21 @@ impl RequestBody {
             })
     }
 
+    /// How many bytes a top-level member's value is written as (0 when absent), without parsing it.
+    pub fn member_len(&self, key: &str) -> usize {
+        match self.members.iter().find(|slot| slot.key == key) {
+            Some(Slot {
+                member: Member::Raw(raw),
+                ..
+            }) => raw.len(),
+            Some(Slot {
+                member: Member::Replaced(v),
+                ..
+            }) => encode(v).len(),
+            None => 0,
+        }
+    }
+
     /// A top-level string member, without parsing anything else.
     pub fn get_str(&self, key: &str) -> Option<String> {
         match self.get(key) {

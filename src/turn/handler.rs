@@ -62,6 +62,10 @@ pub async fn handle(
                     parts.headers.clone(),
                 );
                 if !turn.bypass() {
+                    turn.offer_from_head = super::expand::inject::offer_from_head(
+                        &state.expander.settings,
+                        &turn.body,
+                    );
                     run_stages(&state.stages, &mut turn, &state.metrics).await?;
                 }
                 if turn.expand_active {

@@ -40,6 +40,9 @@ pub struct Turn {
     pub response_headers: Vec<(HeaderName, HeaderValue)>,
     /// Set when the request offers `context_expand`: the answer must be read (and perhaps continued) by the proxy.
     pub expand_active: bool,
+    /// Set before the stages when the conversation is offered `context_expand` for its head's size
+    /// ([`crate::expand::eager`]): the compress stage then counts the tool as paid for, and the inject stage offers it.
+    pub offer_from_head: bool,
     /// The conversation anchor's store key, with the first item it was computed from (see [`Turn::anchor_key`]).
     anchor: Option<(Option<u128>, String)>,
 }
@@ -58,6 +61,7 @@ impl Turn {
             client_headers,
             response_headers: Vec::new(),
             expand_active: false,
+            offer_from_head: false,
             anchor: None,
         }
     }

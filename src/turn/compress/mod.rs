@@ -222,8 +222,8 @@ impl Stage for CompressStage {
         };
         let mut seen: Option<ctxzip::repeats::Seen<'_>> = None;
         let build_seen = || scan.earlier_outputs(items, &candidates);
-        // Whether this conversation already carries a marker (so the expand tool is paid for).
-        let mut has_marker = head.as_ref().is_some_and(|h| h.has_marker);
+        // Whether this conversation already carries a marker, or is offered the tool anyway (so it is paid for).
+        let mut has_marker = turn.offer_from_head || head.as_ref().is_some_and(|h| h.has_marker);
         let replayed = rewrites.len();
         for i in candidates.iter().copied() {
             let Some(shape) = shape_at(i) else { continue };

@@ -13,9 +13,20 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Expander;
+use crate::config::ExpandSettings;
+use crate::expand::eager;
 use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_bytes};
+use crate::responses::RequestBody;
 use crate::turn::Turn;
 use crate::turn::stage::{Stage, StageError};
+
+/// Whether a turn is offered the tool for its head's size alone ([`crate::expand::eager`]). Decided before the
+/// stages run: the compress stage, first of them, counts the tool as paid for on such a turn.
+pub fn offer_from_head(settings: &ExpandSettings, body: &RequestBody) -> bool {
+    settings.enabled
+        && settings.max_rounds > 0
+        && eager::offered_from_head(body, settings.eager_min_head_tokens)
+}
 
 /// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
 pub const EXPAND_STAGE: &str = "expand";
@@ -55,8 +66,9 @@ impl Stage for InjectStage {
         }
         // Only the exact form ctxgate writes counts: text that merely resembles a marker (typed by a user,
         // quoted from docs) must reach the upstream byte for byte, with no tool added.
-        let carries =
-            history_has_markers || turn.body.input_any(crate::ctxzip::marker::has_own_marker);
+        let carries = history_has_markers
+            || turn.offer_from_head
+            || turn.body.input_any(crate::ctxzip::marker::has_own_marker);
         let tool_choice_none =
             matches!(turn.body.get("tool_choice"), Some(Value::String(s)) if s == "none");
         if !carries || tool_choice_none || settings.max_rounds == 0 {
