@@ -138,6 +138,59 @@ async fn the_side_endpoint_returns_the_whole_original() {
     assert!(window.len() < 2000 && window.starts_with("<returncode>1</returncode>"));
 }
 
+#[tokio::test]
+async fn an_original_gone_from_the_store_is_stored_again_when_its_form_is_reused() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store_path = dir.path().join("lost.redb");
+    let start = |path: std::path::PathBuf| {
+        let mut opts = ProxyOptions::new(&mock_url(&mock));
+        opts.store_path = Some(path);
+        start_proxy_with(opts)
+    };
+    let log = passing_log("lost", 2000);
+    let body = json!({"model": "mock-ok", "prompt_cache_key": "lost", "input": [
+        {"role": "user", "content": "Build it."},
+        {"type": "function_call", "call_id": "a", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "a", "output": log},
+    ]});
+    let proxy = start(store_path.clone()).await;
+    assert_eq!(post(&proxy, &body).await.status(), 200);
+    proxy.stop().await;
+    // The original is lost (evicted, or deleted by an operator) while the conversation's form of it is kept.
+    let hash = ctxgate::ctxzip::hash_of(&log);
+    let tenant = ctxgate::proxy::auth::Tenant::from_credential(b"Bearer sk-floor");
+    {
+        let store = ctxgate::store::redb::RedbStore::open(&store_path).unwrap();
+        use ctxgate::store::{Namespace, Store};
+        assert!(
+            store
+                .delete(Namespace::Originals, tenant.as_str(), &hash)
+                .await
+                .unwrap()
+        );
+        store.close().await.unwrap();
+    }
+    // A proxy with nothing in memory reuses the form (the same bytes upstream) and stores the original again,
+    // so the marker it sends can still be expanded.
+    let again = start(store_path).await;
+    assert_eq!(post(&again, &body).await.status(), 200);
+    let requests = sent(&mock);
+    assert_eq!(requests[1]["input"], requests[0]["input"]);
+    assert!(ctxgate::ctxzip::contains_marker(&output_of(
+        &requests[1],
+        "a"
+    )));
+    let whole = client()
+        .get(again.v1(&format!("/ctxzip/{hash}")))
+        .header("authorization", "Bearer sk-floor")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.text().await.unwrap(), log);
+}
+
 /// About `tokens` estimated tokens of a passing log that compresses well.
 fn passing_log(tag: &str, lines: usize) -> String {
     (0..lines)

@@ -112,6 +112,7 @@ macro_rules! all_backends {
 all_backends!(
     records_round_trip_byte_for_byte_per_tenant,
     expiry_is_honoured_and_touch_moves_it,
+    contains_sees_live_records_without_reading_them,
     prefix_scans_list_live_keys_in_order_up_to_the_limit,
     prefix_scans_find_keys_whatever_their_expiry,
     put_many_writes_every_tenant,
@@ -244,6 +245,47 @@ async fn expiry_is_honoured_and_touch_moves_it(b: Backend) {
             .await
             .unwrap()
     );
+}
+
+async fn contains_sees_live_records_without_reading_them(b: Backend) {
+    let s = b.store();
+    let now = unix_now();
+    let big = vec![b'x'; 1 << 20];
+    s.put(Namespace::Originals, "t", "big", rec(&big, Some(now + 100)))
+        .await
+        .unwrap();
+    s.put(Namespace::Originals, "t", "forever", rec(b"v", None))
+        .await
+        .unwrap();
+    let has = |tenant: &'static str, key: &'static str, at: u64| {
+        let s = s.clone();
+        async move {
+            s.contains(Namespace::Originals, tenant, key, at)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(has("t", "big", now).await);
+    assert!(has("t", "forever", now + 1_000_000).await);
+    // Gone at its expiry, as `get` has it; missing; another tenant's; another namespace's.
+    assert!(!has("t", "big", now + 100).await);
+    assert!(
+        s.get(Namespace::Originals, "t", "big", now + 100)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!has("t", "missing", now).await);
+    assert!(!has("u", "big", now).await);
+    assert!(
+        !s.contains(Namespace::Compressed, "t", "big", now)
+            .await
+            .unwrap()
+    );
+    s.delete(Namespace::Originals, "t", "forever")
+        .await
+        .unwrap();
+    assert!(!has("t", "forever", now).await);
 }
 
 async fn prefix_scans_list_live_keys_in_order_up_to_the_limit(b: Backend) {

@@ -70,8 +70,13 @@ pub struct Record {
 
 impl Record {
     pub fn is_expired(&self, now: u64) -> bool {
-        self.expires_at.is_some_and(|t| t <= now)
+        expired(self.expires_at, now)
     }
+}
+
+/// Whether a record expiring at `expires_at` (`None`: never) is gone at `now`.
+pub fn expired(expires_at: Option<u64>, now: u64) -> bool {
+    expires_at.is_some_and(|t| t <= now)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +126,17 @@ pub trait Store: Send + Sync {
         key: &str,
         now: u64,
     ) -> Result<Option<Record>, StoreError>;
+    /// Whether a live record is there at `now`, without reading its value: an original may be megabytes, and
+    /// the compress stage only needs to know that the one a remembered form points to is still there.
+    async fn contains(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.get(ns, tenant, key, now).await?.is_some())
+    }
     /// Writes durably: when this returns Ok the record survives a crash.
     async fn put(
         &self,

@@ -111,6 +111,13 @@ impl Records {
             .await
     }
 
+    /// Whether the original is there, live at this clock's now, without reading it.
+    pub async fn has_original(&self, tenant: &str, hash: &str) -> Result<bool, StoreError> {
+        self.store
+            .contains(Namespace::Originals, tenant, hash, self.now())
+            .await
+    }
+
     /// Reads an original back (for expansion), live at this clock's now.
     pub async fn load_original(
         &self,

@@ -33,6 +33,16 @@ pub(super) fn encode(record: &Record) -> Vec<u8> {
 }
 
 pub(super) fn decode(bytes: &[u8]) -> Result<Record, StoreError> {
+    let (created_at, expires_at) = header(bytes)?;
+    Ok(Record {
+        created_at,
+        expires_at,
+        value: bytes[HEADER_LEN..].to_vec(),
+    })
+}
+
+/// A stored value's creation time and expiry, read from its header alone.
+pub(super) fn header(bytes: &[u8]) -> Result<(u64, Option<u64>), StoreError> {
     if bytes.len() < HEADER_LEN || bytes[0] != FORMAT_V1 {
         return Err(StoreError::Corrupt(format!(
             "unknown record header ({} bytes)",
@@ -45,11 +55,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Record, StoreError> {
         u64::from_le_bytes(w)
     };
     let expires = word(9);
-    Ok(Record {
-        created_at: word(1),
-        expires_at: (expires != 0).then_some(expires),
-        value: bytes[HEADER_LEN..].to_vec(),
-    })
+    Ok((word(1), (expires != 0).then_some(expires)))
 }
 
 pub(super) fn io<E: std::fmt::Display>(e: E) -> StoreError {

@@ -18,7 +18,7 @@ use super::{Namespace, Record, Store, StoreError};
 mod codec;
 mod lru;
 
-use codec::{KEY_SEPARATOR, counter_fields, decode, encode, full_key, io, table};
+use codec::{KEY_SEPARATOR, counter_fields, decode, encode, full_key, header, io, table};
 
 /// Longest a close waits for operations in flight.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -124,6 +124,28 @@ impl Store for RedbStore {
                 Some(v) => {
                     let r = decode(v.value())?;
                     Ok((!r.is_expired(now)).then_some(r))
+                }
+            }
+        })
+        .await
+    }
+
+    async fn contains(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        let k = full_key(tenant, key);
+        self.run(move |db| {
+            let tx = db.begin_read().map_err(io)?;
+            let t = tx.open_table(table(ns)).map_err(io)?;
+            match t.get(k.as_str()).map_err(io)? {
+                None => Ok(false),
+                Some(v) => {
+                    let (_, expires_at) = header(v.value())?;
+                    Ok(!super::expired(expires_at, now))
                 }
             }
         })

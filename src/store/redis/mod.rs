@@ -202,6 +202,27 @@ impl Store for RedisStore {
         }
     }
 
+    async fn contains(
+        &self,
+        ns: Namespace,
+        tenant: &str,
+        key: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        let k = self.keys.record(ns, tenant, key);
+        // EXPIRETIME: -2 for a missing key, -1 for one without expiry; Redis's own clock drops expired keys, and
+        // `now` is honoured as `get` honours it.
+        let expire_time: i64 = self
+            .run("contains", |mut c| async move {
+                redis::cmd("EXPIRETIME").arg(&k).query_async(&mut c).await
+            })
+            .await?;
+        Ok(match expire_time {
+            -2 => false,
+            t => !super::expired(u64::try_from(t).ok().filter(|t| *t > 0), now),
+        })
+    }
+
     async fn put(
         &self,
         ns: Namespace,

@@ -59,7 +59,9 @@ pub(super) enum ByKind {
 
 impl CompressStage {
     /// What this conversation already decided for `text`: its compressed form (put back in the store if the
-    /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet.
+    /// original was evicted meanwhile, so the marker stays expandable), verbatim, or nothing yet. Whether the
+    /// original is there is asked without reading it: on a replica that did not make the form (or after a
+    /// restart) every reused form is looked up, and an original may be megabytes.
     pub(super) async fn known(
         &self,
         ctx: &Context<'_>,
@@ -78,12 +80,7 @@ impl CompressStage {
         if form.verbatim {
             return Ok(Known::Verbatim);
         }
-        if self
-            .records
-            .load_original(ctx.tenant, hash)
-            .await?
-            .is_none()
-        {
+        if !self.records.has_original(ctx.tenant, hash).await? {
             let meta = OriginalMeta {
                 v: RECORD_VERSION,
                 tool: tool.into(),
