@@ -251,10 +251,23 @@ impl SuggestionBook {
         now: u64,
         threshold: u64,
     ) -> Vec<String> {
+        self.record_tokens(hash, tool, candidate_tokens(text), now, threshold)
+    }
+
+    /// [`Self::record`] for tokens already taken from the text with [`candidate_tokens`] (the caller counted
+    /// them in the store too).
+    pub fn record_tokens(
+        &mut self,
+        hash: &str,
+        tool: &str,
+        tokens: Vec<String>,
+        now: u64,
+        threshold: u64,
+    ) -> Vec<String> {
         let hash = hash.trim().to_ascii_lowercase();
         let threshold = threshold.max(1);
         let mut crossed = Vec::new();
-        for token in candidate_tokens(text) {
+        for token in tokens {
             let key = token.to_ascii_lowercase();
             if self.is_known(&key) {
                 continue;

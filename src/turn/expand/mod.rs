@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::config::ExpandSettings;
 use crate::expand::resolve::{self, ExpandArgs, Lookup, Resolution};
-use crate::expand::suggest::SuggestionBook;
+use crate::expand::suggest::{SuggestionBook, candidate_tokens};
 use crate::expand::window;
 use crate::store::records::{Records, SAVINGS_KEY, SUGGESTIONS_KEY, refresh_slack};
 use crate::store::{Namespace, StoreError};
@@ -217,8 +217,12 @@ impl Expander {
         let text = text.to_string();
         let threshold = self.settings.suggest_threshold;
         self.records.spawn(async move {
+            // Read once, for the counts and for the book.
+            let tokens = candidate_tokens(&text);
+            drop(text);
             // The counts go to the store's counter sets, atomically across replicas.
-            match patterns::count(records.store().as_ref(), &tenant, &hash, &text, threshold).await
+            match patterns::count(records.store().as_ref(), &tenant, &hash, &tokens, threshold)
+                .await
             {
                 Ok(crossed) => {
                     for pattern in &crossed {
@@ -231,7 +235,7 @@ impl Expander {
             // process; a concurrent write on another replica may drop such details, never a count.
             let _guard = lock.lock().await;
             let mut book = load_book(&records, &tenant).await;
-            book.record(&hash, &tool, &text, records.now(), u64::MAX);
+            book.record_tokens(&hash, &tool, tokens, records.now(), u64::MAX);
             if let Err(e) = records
                 .put_json_durably(Namespace::Counters, &tenant, SUGGESTIONS_KEY, &book, None)
                 .await

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::expand::suggest::{SuggestionBook, candidate_tokens};
+use crate::expand::suggest::SuggestionBook;
 use crate::store::records::Records;
 use crate::store::{Store, StoreError};
 
@@ -19,19 +19,19 @@ pub const COUNTS_KEY: &str = "keep_patterns";
 /// Counter set (per tenant): `identifier \x1f hash` → how often that original was expanded showing it.
 pub const SEEN_KEY: &str = "keep_pattern_seen";
 
-/// Counts the identifiers of `text`, expanded from original `hash`; returns those (first-seen casing) whose count
-/// reached `threshold` with this call.
+/// Counts the identifiers of an expansion ([`crate::expand::suggest::candidate_tokens`] of its text), expanded
+/// from original `hash`; returns those (first-seen casing) whose count reached `threshold` with this call.
 pub async fn count(
     store: &dyn Store,
     tenant: &str,
     hash: &str,
-    text: &str,
+    candidates: &[String],
     threshold: u64,
 ) -> Result<Vec<String>, StoreError> {
     let hash = hash.trim().to_ascii_lowercase();
     // Lowercase key → the casing first seen in this text.
-    let mut tokens: BTreeMap<String, String> = BTreeMap::new();
-    for token in candidate_tokens(text) {
+    let mut tokens: BTreeMap<String, &String> = BTreeMap::new();
+    for token in candidates {
         tokens.entry(token.to_ascii_lowercase()).or_insert(token);
     }
     if tokens.is_empty() {
@@ -56,7 +56,7 @@ pub async fn count(
         .into_iter()
         .zip(counts)
         .filter(|(_, n)| *n == threshold)
-        .filter_map(|(k, _)| tokens.get(k).cloned())
+        .filter_map(|(k, _)| tokens.get(k).map(|t| (*t).clone()))
         .collect())
 }
 
