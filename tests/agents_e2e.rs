@@ -1,7 +1,9 @@
 //! Real agents through ctxgate in front of `ctxgate-mock`:
 //!
 //! - the Codex CLI (`codex exec` with a custom model provider) runs the shell command `mock-agent-shell` asks for,
-//!   whose ~75 KB output reaches the upstream behind a marker, and ends with the mock's final text;
+//!   whose ~75 KB output reaches the upstream behind a marker, and ends with the mock's final text; with
+//!   `[expand] eager_min_head_tokens` set, the same run is offered the expand tool from its first request on,
+//!   with the same head bytes on every turn;
 //! - the `openai-agents` Python SDK runs an agent whose function tool returns ~70 KB per call for the 8 turns of
 //!   `mock-agent-loop`, past a small fold budget: the run completes and the upstream saw compressed and folded
 //!   requests.
@@ -265,6 +267,43 @@ async fn codex_cli_exec_through_ctxgate() {
             .is_err_and(|e| e.contains("without a marker")),
         "with x-ctxgate-bypass the check must fail: {bypassed:?}"
     );
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_cli_exec_through_ctxgate_offered_the_tool_from_its_first_turn() {
+    let Some(codex) = codex_binary() else {
+        skip_or_fail(
+            "codex_cli_exec_through_ctxgate_offered_the_tool_from_its_first_turn",
+            "the Codex CLI (`codex`, npm @openai/codex) is not on PATH, or CTXGATE_CODEX names no file",
+        );
+        return;
+    };
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.expand.eager_min_head_tokens = Some(1024);
+    let proxy = start_proxy_with(opts).await;
+    let config = codex_config(&format!("{}/v1", proxy.url), "");
+    let run = tokio::task::spawn_blocking(move || run_codex(&codex, &config))
+        .await
+        .unwrap();
+    let printed = run
+        .check_completed()
+        .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr));
+    check_codex_upstream(&mock, printed).unwrap();
+    // Codex's instructions and tools are a long head: its first request, before any output exists, already
+    // offers the tool, and the head is the same bytes on the turn that carries the marker.
+    let sent = turns(&mock);
+    assert_eq!(sent.len(), 2, "one call round, one answer round");
+    let tools = |turn: &Value| turn["tools"].to_string();
+    assert!(
+        tools(&sent[0]).contains("\"context_expand\""),
+        "{}",
+        tools(&sent[0])
+    );
+    assert_eq!(tools(&sent[1]), tools(&sent[0]));
+    assert_eq!(sent[1]["instructions"], sent[0]["instructions"]);
+    assert!(!outputs(&sent[0]).iter().any(|o| o.contains("<<ctxzip:")));
     proxy.stop().await;
 }
 
