@@ -5,6 +5,7 @@
 //! ([`append_directive`]). Both are constant text with a fixed key order: provider prompt caches key on the exact
 //! prefix bytes, so what we add must be byte-identical on every turn.
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 /// Name of the tool the proxy answers itself; a call to any other tool goes back to the client.
@@ -71,6 +72,80 @@ pub fn tool_definition() -> Value {
         },
         "strict": false
     })
+}
+
+/// How a request's `instructions` get the directive ([`splice_directive`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum DirectiveSplice {
+    /// They already carry it: left as they are.
+    Keep,
+    /// The new member, encoded.
+    Set(Bytes),
+    /// Bytes the splice does not follow (escaped non-ASCII, nothing but whitespace, not a string): decode them
+    /// and use [`append_directive`].
+    Decode,
+}
+
+/// [`append_directive`] on the encoded member (`None`: absent), without decoding and encoding the client's text
+/// again: an agent's instructions run to tens of KB, and every turn that offers the tool carries them. The
+/// client's bytes are kept and the directive's encoding appended inside the closing quote, which is what encoding
+/// the joined text gives wherever the client encoded as serde does; where it may not (a `\u` escape, which could
+/// also spell the directive), the caller decodes.
+pub fn splice_directive(encoded: Option<&[u8]>) -> DirectiveSplice {
+    static ALONE: std::sync::OnceLock<Bytes> = std::sync::OnceLock::new();
+    static INNER: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let alone = || {
+        ALONE
+            .get_or_init(|| Bytes::from(json_string(DIRECTIVE)))
+            .clone()
+    };
+    let raw = match encoded {
+        None | Some(b"null") => return DirectiveSplice::Set(alone()),
+        Some(raw) => raw,
+    };
+    let Some(inner) = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\"")) else {
+        return DirectiveSplice::Decode;
+    };
+    if memchr::memmem::find(inner, b"\\u").is_some() || !has_graphic(inner) {
+        return DirectiveSplice::Decode;
+    }
+    let directive = INNER.get_or_init(|| {
+        let quoted = json_string(DIRECTIVE);
+        quoted[1..quoted.len() - 1].to_vec()
+    });
+    if memchr::memmem::find(inner, directive).is_some() {
+        return DirectiveSplice::Keep;
+    }
+    let mut out = Vec::with_capacity(raw.len() + directive.len() + 6);
+    out.extend_from_slice(&raw[..raw.len() - 1]);
+    out.extend_from_slice(b"\\n\\n");
+    out.extend_from_slice(directive);
+    out.push(b'"');
+    DirectiveSplice::Set(Bytes::from(out))
+}
+
+/// Whether an encoded string (between its quotes) certainly holds a character that is not whitespace: a printable
+/// ASCII character, or an escaped quote, backslash or slash. Then [`append_directive`] keeps the text.
+fn has_graphic(inner: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = inner.get(i) {
+        match b {
+            b'\\' => {
+                if matches!(inner.get(i + 1), Some(b'"' | b'\\' | b'/')) {
+                    return true;
+                }
+                i += 2;
+            }
+            b if b.is_ascii_graphic() => return true,
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// `text` encoded as a JSON string, quotes included.
+fn json_string(text: &str) -> Vec<u8> {
+    serde_json::to_vec(text).unwrap_or_default()
 }
 
 /// Existing instructions, a blank line, then [`DIRECTIVE`]; just the directive when there are none.
@@ -146,6 +221,56 @@ mod tests {
         assert!(DIRECTIVE.contains("<<ctxzip:HASH NOTE>>"));
         assert!(DIRECTIVE.contains("expired"));
         assert!(DIRECTIVE.len() < 800);
+    }
+
+    /// The splice gives the bytes encoding the joined text gives, for instructions encoded as serde encodes them,
+    /// and leaves to decoding what it cannot tell.
+    #[test]
+    fn the_directive_is_spliced_as_encoding_the_joined_text_would_write_it() {
+        let encoded = |text: &str| serde_json::to_vec(text).unwrap_or_default();
+        let joined = |text: Option<&str>| encoded(&append_directive(text));
+        let long = "You are a coding agent. ".repeat(2000);
+        let cases = [
+            "Be brief.",
+            "Line one\nline \"two\"\twith a tab and a backslash \\ at the end\\",
+            "Ünïcödé and emoji 🦀, kept as UTF-8",
+            long.as_str(),
+        ];
+        for text in cases {
+            let spliced = splice_directive(Some(&encoded(text)));
+            assert_eq!(
+                spliced,
+                DirectiveSplice::Set(Bytes::from(joined(Some(text)))),
+                "{text:.40}"
+            );
+        }
+        for absent in [None, Some(&b"null"[..])] {
+            assert_eq!(
+                splice_directive(absent),
+                DirectiveSplice::Set(Bytes::from(joined(None)))
+            );
+        }
+        // Instructions that already end with the directive (a client replaying a rewritten body) stay as they are.
+        assert_eq!(
+            splice_directive(Some(&joined(Some("Be brief.")))),
+            DirectiveSplice::Keep
+        );
+        // What the splice cannot judge by bytes is decoded: a \u escape (which may spell the directive), text with
+        // no letter or digit (whitespace gives the directive alone), anything but a string.
+        let undecided: [&[u8]; 5] = [
+            br#""caf\u00e9""#,
+            br#"" \n ""#,
+            br#""""#,
+            b"42",
+            br#"{"a":1}"#,
+        ];
+        for raw in undecided {
+            assert_eq!(
+                splice_directive(Some(raw)),
+                DirectiveSplice::Decode,
+                "{raw:?}"
+            );
+        }
     }
 
     /// The first markers of a conversation must save what the tool and directive they bring cost, counted the way

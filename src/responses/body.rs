@@ -204,6 +204,31 @@ impl RequestBody {
             })
     }
 
+    /// A top-level member's value as it will be written: the client's bytes, or the encoding of what a stage put
+    /// there; `None` when absent.
+    pub fn member_bytes(&self, key: &str) -> Option<std::borrow::Cow<'_, [u8]>> {
+        self.members
+            .iter()
+            .find(|slot| slot.key == key)
+            .map(|slot| match &slot.member {
+                Member::Raw(raw) => std::borrow::Cow::Borrowed(&raw[..]),
+                Member::Replaced(v) => std::borrow::Cow::Owned(encode(v).to_vec()),
+            })
+    }
+
+    /// Replaces (or appends) a top-level member other than `input` with a value already encoded as JSON.
+    pub fn set_encoded(&mut self, key: &str, encoded: Bytes) {
+        self.changed = true;
+        match self.members.iter_mut().find(|slot| slot.key == key) {
+            Some(slot) => slot.member = Member::Raw(encoded),
+            None => self.members.push(Slot {
+                key: key.to_string(),
+                member: Member::Raw(encoded),
+                span: None,
+            }),
+        }
+    }
+
     /// How many bytes a top-level member's value is written as (0 when absent), without parsing it.
     pub fn member_len(&self, key: &str) -> usize {
         match self.members.iter().find(|slot| slot.key == key) {

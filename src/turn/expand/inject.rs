@@ -15,7 +15,9 @@ use serde_json::Value;
 use super::Expander;
 use crate::config::ExpandSettings;
 use crate::expand::eager;
-use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_bytes};
+use crate::expand::tool::{
+    DirectiveSplice, EXPAND_TOOL, append_directive, splice_directive, tool_bytes,
+};
 use crate::responses::RequestBody;
 use crate::turn::Turn;
 use crate::turn::stage::{Stage, StageError};
@@ -84,11 +86,18 @@ impl Stage for InjectStage {
             // `tools` is not an array: the upstream will refuse the request; leave it as the client sent it.
             return Ok(());
         }
-        let instructions = turn.body.get_str("instructions");
-        turn.body.set(
-            "instructions",
-            Value::String(append_directive(instructions.as_deref())),
-        );
+        let splice = splice_directive(turn.body.member_bytes("instructions").as_deref());
+        match splice {
+            DirectiveSplice::Keep => {}
+            DirectiveSplice::Set(encoded) => turn.body.set_encoded("instructions", encoded),
+            DirectiveSplice::Decode => {
+                let instructions = turn.body.get_str("instructions");
+                turn.body.set(
+                    "instructions",
+                    Value::String(append_directive(instructions.as_deref())),
+                );
+            }
+        }
         turn.expand_active = true;
         Ok(())
     }
