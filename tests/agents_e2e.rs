@@ -225,25 +225,38 @@ fn check_codex_upstream(mock: &MockHandle, printed: usize) -> Result<String, Str
     ))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_cli_exec_through_ctxgate() {
-    let Some(codex) = codex_binary() else {
+/// The Codex CLI, or `None` after skipping (or, under CI, failing) `test`.
+fn codex_or_skip(test: &str) -> Option<PathBuf> {
+    let codex = codex_binary();
+    if codex.is_none() {
         skip_or_fail(
-            "codex_cli_exec_through_ctxgate",
+            test,
             "the Codex CLI (`codex`, npm @openai/codex) is not on PATH, or CTXGATE_CODEX names no file",
         );
+    }
+    codex
+}
+
+/// Runs `codex exec` with `config` off the async runtime; returns how many bytes its command printed, after
+/// checking the run completed.
+async fn exec_codex(codex: &Path, config: String) -> usize {
+    let codex = codex.to_path_buf();
+    let run = tokio::task::spawn_blocking(move || run_codex(&codex, &config))
+        .await
+        .unwrap();
+    run.check_completed()
+        .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_cli_exec_through_ctxgate() {
+    let Some(codex) = codex_or_skip("codex_cli_exec_through_ctxgate") else {
         return;
     };
     let (mock, proxy) = mock_and_proxy().await;
     let base_url = format!("{}/v1", proxy.url);
 
-    let (codex2, config) = (codex.clone(), codex_config(&base_url, ""));
-    let run = tokio::task::spawn_blocking(move || run_codex(&codex2, &config))
-        .await
-        .unwrap();
-    let printed = run
-        .check_completed()
-        .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr));
+    let printed = exec_codex(&codex, codex_config(&base_url, "")).await;
     let what = check_codex_upstream(&mock, printed).unwrap();
     eprintln!("codex through ctxgate: {what}");
     assert_eq!(turns(&mock).len(), 2, "one call round, one answer round");
@@ -254,12 +267,7 @@ async fn codex_cli_exec_through_ctxgate() {
         &base_url,
         "http_headers = { \"x-ctxgate-bypass\" = \"1\" }\n",
     );
-    let run = tokio::task::spawn_blocking(move || run_codex(&codex, &config))
-        .await
-        .unwrap();
-    let printed = run
-        .check_completed()
-        .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr));
+    let printed = exec_codex(&codex, config).await;
     let bypassed = check_codex_upstream(&mock, printed);
     assert!(
         bypassed
@@ -272,24 +280,16 @@ async fn codex_cli_exec_through_ctxgate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_cli_exec_through_ctxgate_offered_the_tool_from_its_first_turn() {
-    let Some(codex) = codex_binary() else {
-        skip_or_fail(
-            "codex_cli_exec_through_ctxgate_offered_the_tool_from_its_first_turn",
-            "the Codex CLI (`codex`, npm @openai/codex) is not on PATH, or CTXGATE_CODEX names no file",
-        );
+    let Some(codex) =
+        codex_or_skip("codex_cli_exec_through_ctxgate_offered_the_tool_from_its_first_turn")
+    else {
         return;
     };
     let mock = start_mock().await;
     let mut opts = ProxyOptions::new(&mock_url(&mock));
     opts.raw.expand.eager_min_head_tokens = Some(1024);
     let proxy = start_proxy_with(opts).await;
-    let config = codex_config(&format!("{}/v1", proxy.url), "");
-    let run = tokio::task::spawn_blocking(move || run_codex(&codex, &config))
-        .await
-        .unwrap();
-    let printed = run
-        .check_completed()
-        .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr));
+    let printed = exec_codex(&codex, codex_config(&format!("{}/v1", proxy.url), "")).await;
     check_codex_upstream(&mock, printed).unwrap();
     // Codex's instructions and tools are a long head: its first request, before any output exists, already
     // offers the tool, and the head is the same bytes on the turn that carries the marker.

@@ -218,15 +218,7 @@ impl RequestBody {
 
     /// Replaces (or appends) a top-level member other than `input` with a value already encoded as JSON.
     pub fn set_encoded(&mut self, key: &str, encoded: Bytes) {
-        self.changed = true;
-        match self.members.iter_mut().find(|slot| slot.key == key) {
-            Some(slot) => slot.member = Member::Raw(encoded),
-            None => self.members.push(Slot {
-                key: key.to_string(),
-                member: Member::Raw(encoded),
-                span: None,
-            }),
-        }
+        self.put(key, Member::Raw(encoded));
     }
 
     /// How many bytes a top-level member's value is written as (0 when absent), without parsing it.
@@ -254,12 +246,16 @@ impl RequestBody {
 
     /// Replaces (or appends) a top-level member other than `input`.
     pub fn set(&mut self, key: &str, value: Value) {
+        self.put(key, Member::Replaced(value));
+    }
+
+    fn put(&mut self, key: &str, member: Member) {
         self.changed = true;
         match self.members.iter_mut().find(|slot| slot.key == key) {
-            Some(slot) => slot.member = Member::Replaced(value),
+            Some(slot) => slot.member = member,
             None => self.members.push(Slot {
                 key: key.to_string(),
-                member: Member::Replaced(value),
+                member,
                 span: None,
             }),
         }
