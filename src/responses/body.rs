@@ -223,17 +223,7 @@ impl RequestBody {
 
     /// How many bytes a top-level member's value is written as (0 when absent), without parsing it.
     pub fn member_len(&self, key: &str) -> usize {
-        match self.members.iter().find(|slot| slot.key == key) {
-            Some(Slot {
-                member: Member::Raw(raw),
-                ..
-            }) => raw.len(),
-            Some(Slot {
-                member: Member::Replaced(v),
-                ..
-            }) => encode(v).len(),
-            None => 0,
-        }
+        self.member_bytes(key).map_or(0, |b| b.len())
     }
 
     /// A top-level string member, without parsing anything else.
