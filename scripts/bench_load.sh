@@ -27,6 +27,10 @@
 #                            and directive), so the mock works longer behind ctxgate; direct-fwd measures that share
 #   BENCH_BYPASS=0           1 sends x-ctxgate-bypass: 1, so ctxgate's stages (compression, ...) leave the body alone
 #                            and the upstream gets the same bytes through every target: the hop's cost alone
+#   BENCH_MOCK_CHUNK_DELAY_MS=0  the mock's pause between SSE events (ms): 0 sends an answer's events at once; a
+#                            real model's events are spaced by its generation, so each costs every hop a read and a write
+#   BENCH_MOCK_SSE_WHOLE=0   1 makes the mock send each SSE answer as one chunk (events joined, --sse-whole), as an
+#                            upstream behind a buffering hop does: what the relay pays per chunk, apart
 #   BENCH_CORPUS             the tool outputs of 1m-transcript (default ../shared/corpus/tool_outputs)
 #   BENCH_STORE_URL          ctxgate's store: a Redis URL (redis://…, redis+cluster://h1:p1,h2:p2,…; started by the
 #                            caller, keys under a per-run prefix) instead of the default redb file in the temp dir
@@ -50,6 +54,8 @@ ROOT=$PWD
 BENCH_DIR=$ROOT/scripts/bench
 
 BENCH_SECONDS=${BENCH_SECONDS:-8}
+BENCH_MOCK_CHUNK_DELAY_MS=${BENCH_MOCK_CHUNK_DELAY_MS:-0}
+BENCH_MOCK_SSE_WHOLE=${BENCH_MOCK_SSE_WHOLE:-0}
 BENCH_WARMUP=${BENCH_WARMUP:-2}
 BENCH_ROUNDS=${BENCH_ROUNDS:-1}
 BENCH_SIZES=${BENCH_SIZES:-10k 10k-marker 10k-expand 1m 1m-transcript}
@@ -74,6 +80,8 @@ is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 in_range() { is_uint "$1" && (($1 >= $2 && $1 <= $3)); }
 in_range "$BENCH_SECONDS" 1 3600 || die "BENCH_SECONDS must be an integer in 1..3600"
 in_range "$BENCH_WARMUP" 0 3600 || die "BENCH_WARMUP must be an integer in 0..3600 (0 = no warm-up)"
+in_range "$BENCH_MOCK_CHUNK_DELAY_MS" 0 1000 || die "BENCH_MOCK_CHUNK_DELAY_MS must be an integer in 0..1000"
+[[ $BENCH_MOCK_SSE_WHOLE == 0 || $BENCH_MOCK_SSE_WHOLE == 1 ]] || die "BENCH_MOCK_SSE_WHOLE must be 0 or 1"
 in_range "$BENCH_ROUNDS" 1 100 || die "BENCH_ROUNDS must be an integer in 1..100"
 read -ra SIZES <<<"$BENCH_SIZES"
 read -ra MODES <<<"$BENCH_MODES"
@@ -209,8 +217,12 @@ python3 "$BENCH_DIR/gen_bodies.py" "$TMP" 10k=10240 1m=1048576
 MOCK_RECORD=()
 MOCK_HELP=$("$BIN/ctxgate-mock" --help 2>/dev/null || true)
 [[ $MOCK_HELP != *--record-last* ]] || MOCK_RECORD=(--record-last 16)
-RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 \
-  ${MOCK_RECORD[@]+"${MOCK_RECORD[@]}"} >"$TMP/mock.log" 2>&1 &
+if [[ $BENCH_MOCK_SSE_WHOLE == 1 ]]; then
+  [[ $MOCK_HELP == *--sse-whole* ]] || die "BENCH_MOCK_SSE_WHOLE=1: this ctxgate-mock has no --sse-whole"
+  MOCK_RECORD+=(--sse-whole)
+fi
+RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 \
+  --chunk-delay-ms "$BENCH_MOCK_CHUNK_DELAY_MS" ${MOCK_RECORD[@]+"${MOCK_RECORD[@]}"} >"$TMP/mock.log" 2>&1 &
 MOCK_PID=$!
 wait_http mock "$MOCK_PID" "$MOCK_URL/v1/models"
 

@@ -418,6 +418,7 @@ async fn latency_and_chunk_delay_slow_the_answer_down() {
         chunk_delay: Duration::from_millis(20),
         compact_status: None,
         record_last: None,
+        sse_whole: false,
     };
     let h = mock::start(cfg).await.unwrap();
     let started = Instant::now();

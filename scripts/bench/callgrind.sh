@@ -8,13 +8,16 @@
 # ctxgate executed per request (counters zeroed before, dumped after the N requests) and the top functions
 # (inclusive). With CG_STRACE=1 it runs ctxgate under `strace -c -f` instead and prints the syscall counts.
 # CG_STORE=FILE starts ctxgate on a copy of that redb store (e.g. one holding the original a marker body names, to
-# count an expand round that finds it; see BENCHMARKS.md).
+# count an expand round that finds it; see BENCHMARKS.md). CG_CHUNK_DELAY_MS=N makes the mock space its SSE events N ms
+# apart, as a model's generation does (each then reaches ctxgate in its own read).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BODY=$1
 N=${2:-200}
 HEADER=${3:-}
 BIN=${BIN:-target/release}
+CHUNK_DELAY=${CG_CHUNK_DELAY_MS:-0}
+[[ $CHUNK_DELAY =~ ^[0-9]+$ ]] || { echo "CG_CHUNK_DELAY_MS must be a whole number of milliseconds" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/ctxgate-cg.XXXXXX)
 # The sockets are closed before the ports are printed: `read` returns at the newline, and a mock started while
 # python still holds its port cannot listen (the first request then gets a 502).
@@ -29,7 +32,7 @@ print(*ports, flush=True)')
 MOCK_RECORD=()
 MOCK_HELP=$("$BIN/ctxgate-mock" --help 2>/dev/null || true)
 [[ $MOCK_HELP != *--record-last* ]] || MOCK_RECORD=(--record-last 16)
-RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms 0 \
+RUST_LOG=warn "$BIN/ctxgate-mock" --listen "127.0.0.1:$MOCK_PORT" --latency-ms 0 --chunk-delay-ms "$CHUNK_DELAY" \
   ${MOCK_RECORD[@]+"${MOCK_RECORD[@]}"} >"$TMP/mock.log" 2>&1 &
 MOCK=$!
 if [[ -n ${CG_STORE:-} ]]; then

@@ -34,6 +34,10 @@ struct Args {
     /// keep the mock's memory and copying flat with a small N.
     #[arg(long, env = "CTXGATE_MOCK_RECORD_LAST")]
     record_last: Option<usize>,
+    /// Send each SSE answer as one body chunk (its events joined), as an upstream behind a buffering hop does,
+    /// instead of one chunk per event (ignored when --chunk-delay-ms spaces the events).
+    #[arg(long, env = "CTXGATE_MOCK_SSE_WHOLE")]
+    sse_whole: bool,
 }
 
 #[tokio::main]
@@ -52,6 +56,7 @@ async fn main() -> ExitCode {
         chunk_delay: Duration::from_millis(args.chunk_delay_ms),
         compact_status: args.compact_status,
         record_last: args.record_last,
+        sse_whole: args.sse_whole,
     };
     let listener = match tokio::net::TcpListener::bind(&args.listen).await {
         Ok(l) => l,

@@ -17,6 +17,8 @@ use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
+
 pub mod agent;
 mod compact;
 mod ids;
@@ -48,6 +50,9 @@ pub struct MockConfig {
     pub compact_status: Option<u16>,
     /// Record only the last this many requests (`None`: every request until `DELETE /__mock/requests`).
     pub record_last: Option<usize>,
+    /// Send each normally paced SSE answer as one body chunk (its events joined), as an upstream behind a
+    /// buffering hop does, instead of one chunk per event; no effect when `chunk_delay` spaces the events.
+    pub sse_whole: bool,
 }
 
 /// A mock started by [`start`]; the server runs until the tokio runtime ends.
@@ -77,11 +82,26 @@ pub async fn start(cfg: MockConfig) -> std::io::Result<MockHandle> {
     let state = MockState::keeping_last(cfg.record_last);
     let app = router(cfg, state.clone());
     tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, app).await {
+        if let Err(err) = axum::serve(events_unheld(listener), app).await {
             tracing::warn!(%err, "ctxgate-mock server stopped");
         }
     });
     Ok(MockHandle { addr, state })
+}
+
+/// The mock's connections with TCP_NODELAY set: events spaced by `chunk_delay` leave when they are written, as a
+/// real upstream streams them. Without it Nagle's algorithm holds each small event until the reader's delayed ACK
+/// (~40 ms), so a paced answer would reach the proxy in a few bursts instead of event by event.
+fn events_unheld(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    listener.tap_io(unheld)
+}
+
+fn unheld(tcp: &mut tokio::net::TcpStream) {
+    if let Err(err) = tcp.set_nodelay(true) {
+        tracing::debug!(%err, "could not set TCP_NODELAY on a mock connection");
+    }
 }
 
 /// Serves the mock on `listener` until ctrl-c or SIGTERM; used by the binary.
@@ -92,7 +112,7 @@ pub async fn serve(listener: tokio::net::TcpListener, cfg: MockConfig) -> std::i
     let state = MockState::keeping_last(cfg.record_last);
     let app = router(cfg, state);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let server = axum::serve(listener, app)
+    let server = axum::serve(events_unheld(listener), app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             tracing::info!("ctxgate-mock shutting down");
@@ -133,5 +153,29 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(
+        clippy::unwrap_used,
+        reason = "a test fails loudly on what it did not expect"
+    )]
+    use super::*;
+    use axum::serve::Listener;
+
+    /// Paced events must leave as they are written: the mock's side of every connection has Nagle's algorithm off.
+    #[tokio::test]
+    async fn the_mocks_connections_send_small_writes_at_once() {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut unheld = events_unheld(listener);
+        let client = tokio::spawn(tokio::net::TcpStream::connect(addr));
+        let (io, _) = unheld.accept().await;
+        assert!(io.nodelay().unwrap());
+        client.await.unwrap().unwrap();
     }
 }

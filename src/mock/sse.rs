@@ -146,6 +146,29 @@ fn split_frame(frame: &Bytes) -> Vec<Bytes> {
     parts
 }
 
+/// `(pause before, bytes)` for every body chunk of an answer made of `frames`, paced as `pacing` and `cfg` ask.
+fn writes(pacing: Pacing, frames: &[Bytes], cfg: &MockConfig) -> Vec<(Duration, Bytes)> {
+    let event_gap = match pacing {
+        Pacing::Slow => cfg.chunk_delay.max(SLOW_DELAY),
+        Pacing::Normal | Pacing::Split => cfg.chunk_delay,
+    };
+    if cfg.sse_whole && pacing == Pacing::Normal && event_gap.is_zero() {
+        return vec![(Duration::ZERO, Bytes::from(frames.concat()))];
+    }
+    let mut writes = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        let gap = if i == 0 { Duration::ZERO } else { event_gap };
+        if pacing == Pacing::Split {
+            for (j, part) in split_frame(frame).into_iter().enumerate() {
+                writes.push((if j == 0 { gap } else { SPLIT_DELAY }, part));
+            }
+        } else {
+            writes.push((gap, frame.clone()));
+        }
+    }
+    writes
+}
+
 /// Renders the plan as a `text/event-stream` answer paced as the plan asks.
 pub(crate) fn respond(plan: &Plan, ctx: &Ctx<'_>, cfg: &MockConfig, state: &MockState) -> Response {
     let mut frames: Vec<Bytes> = events(plan, ctx)
@@ -156,22 +179,7 @@ pub(crate) fn respond(plan: &Plan, ctx: &Ctx<'_>, cfg: &MockConfig, state: &Mock
     if plan.truncate {
         frames.truncate(TRUNCATE_AFTER);
     }
-    let event_gap = match plan.pacing {
-        Pacing::Slow => cfg.chunk_delay.max(SLOW_DELAY),
-        Pacing::Normal | Pacing::Split => cfg.chunk_delay,
-    };
-    // (pause before, bytes) for every body frame.
-    let mut writes: Vec<(Duration, Bytes)> = Vec::new();
-    for (i, frame) in frames.iter().enumerate() {
-        let gap = if i == 0 { Duration::ZERO } else { event_gap };
-        if plan.pacing == Pacing::Split {
-            for (j, part) in split_frame(frame).into_iter().enumerate() {
-                writes.push((if j == 0 { gap } else { SPLIT_DELAY }, part));
-            }
-        } else {
-            writes.push((gap, frame.clone()));
-        }
-    }
+    let writes = writes(plan.pacing, &frames, cfg);
     let body = stream::iter(writes).then(|(pause, bytes)| async move {
         if !pause.is_zero() {
             tokio::time::sleep(pause).await;
@@ -201,6 +209,32 @@ mod tests {
         assert_eq!(parts.concat(), f.to_vec());
         assert_eq!(&parts[0][..], b"eve");
         assert_eq!(&parts[parts.len() - 1][..], b"\n");
+    }
+
+    #[test]
+    fn a_whole_answer_is_one_chunk_of_the_same_bytes_unless_its_events_are_spaced() {
+        let frames: Vec<Bytes> = (0..3)
+            .map(|seq| frame("response.output_text.delta", seq, json!({"delta": "x"})))
+            .collect();
+        let whole = MockConfig {
+            sse_whole: true,
+            ..MockConfig::default()
+        };
+        let one = writes(Pacing::Normal, &frames, &whole);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].1.to_vec(), frames.concat());
+        assert_eq!(
+            writes(Pacing::Normal, &frames, &MockConfig::default()).len(),
+            3
+        );
+        // Spaced, slow or split answers keep their pacing: the option only joins what leaves at once anyway.
+        let spaced = MockConfig {
+            chunk_delay: Duration::from_millis(1),
+            ..whole.clone()
+        };
+        assert_eq!(writes(Pacing::Normal, &frames, &spaced).len(), 3);
+        assert_eq!(writes(Pacing::Slow, &frames, &whole).len(), 3);
+        assert!(writes(Pacing::Split, &frames, &whole).len() > 3);
     }
 
     #[test]
