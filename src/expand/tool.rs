@@ -273,6 +273,58 @@ mod tests {
         }
     }
 
+    /// Text made of the characters a splice could get wrong: escapes, whitespace of every kind, non-ASCII, the
+    /// directive itself.
+    fn tricky_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("a".to_string()),
+            Just(" ".to_string()),
+            Just("\n".to_string()),
+            Just("\t".to_string()),
+            Just("\r".to_string()),
+            Just("\\".to_string()),
+            Just("\"".to_string()),
+            Just("/".to_string()),
+            Just("\u{1}".to_string()),
+            Just("\u{a0}".to_string()),
+            Just("\u{3000}".to_string()),
+            Just("é".to_string()),
+            Just("🦀".to_string()),
+            Just("#".to_string()),
+            Just(DIRECTIVE.to_string()),
+            Just(DIRECTIVE[..20].to_string()),
+        ];
+        proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Whatever the client's instructions and however it encoded them (as serde does, or with `/` escaped as
+        /// `\/`, which JSON allows), the spliced member decodes to what decoding and appending would give; where
+        /// the splice keeps the bytes, appending would have kept the text too.
+        #[test]
+        fn a_spliced_directive_decodes_to_the_appended_text(
+            text in tricky_text(),
+            slash_escaped in proptest::prelude::any::<bool>(),
+        ) {
+            let mut encoded = serde_json::to_string(&text).unwrap_or_default();
+            if slash_escaped {
+                encoded = encoded.replace('/', "\\/");
+            }
+            let want = append_directive(Some(&text));
+            match splice_directive(Some(encoded.as_bytes())) {
+                DirectiveSplice::Set(bytes) => {
+                    let got: String = serde_json::from_slice(&bytes).unwrap_or_default();
+                    proptest::prop_assert_eq!(got, want);
+                }
+                DirectiveSplice::Keep => proptest::prop_assert_eq!(text, want),
+                DirectiveSplice::Decode => {}
+            }
+        }
+    }
+
     /// The first markers of a conversation must save what the tool and directive they bring cost, counted the way
     /// the threshold counts savings; the threshold stays close, so small first savings are not refused for nothing.
     #[test]
