@@ -5,10 +5,9 @@
 #![no_main]
 
 use bytes::Bytes;
-use ctxgate::expand::tool::{
-    DirectiveSplice, EXPAND_TOOL, append_directive, splice_directive, tool_bytes,
-};
+use ctxgate::expand::tool::{EXPAND_TOOL, append_directive};
 use ctxgate::responses::RequestBody;
+use ctxgate::turn::expand::inject::offer_tool;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -19,12 +18,14 @@ fuzz_target!(|data: &[u8]| {
     };
     // Nothing rewritten: the client's exact bytes.
     assert_eq!(body.to_bytes(), original);
-    let _ = body.items().map(|items| items.iter().map(|i| i.json_len()).sum::<usize>());
+    let _ = body
+        .items()
+        .map(|items| items.iter().map(|i| i.json_len()).sum::<usize>());
     let _ = body.get_str("prompt_cache_key");
     offer_the_tool(&original);
 });
 
-/// The inject stage's edits, then what must hold of the bytes they give.
+/// The inject stage's edits ([`offer_tool`]), then what must hold of the bytes they give.
 fn offer_the_tool(original: &Bytes) {
     let Ok(mut body) = RequestBody::parse(original.clone()) else {
         return;
@@ -42,19 +43,8 @@ fn offer_the_tool(original: &Bytes) {
     {
         return;
     }
-    if !body.append_encoded_to_array("tools", tool_bytes()) {
+    if !offer_tool(&mut body) {
         return;
-    }
-    match splice_directive(body.member_bytes("instructions").as_deref()) {
-        DirectiveSplice::Keep => {}
-        DirectiveSplice::Set(encoded) => body.set_encoded("instructions", encoded),
-        DirectiveSplice::Decode => {
-            let instructions = body.get_str("instructions");
-            body.set(
-                "instructions",
-                Value::String(append_directive(instructions.as_deref())),
-            );
-        }
     }
     let rewritten = body.to_bytes();
     let after: Value = match serde_json::from_slice(&rewritten) {
@@ -62,11 +52,10 @@ fn offer_the_tool(original: &Bytes) {
         other => panic!("the rewritten body is not a JSON object: {other:?}"),
     };
     let tools = after.get("tools").and_then(Value::as_array);
-    let last = tools.and_then(|t| t.last());
-    assert_eq!(
-        last.and_then(|t| t.get("name")).and_then(Value::as_str),
-        Some(EXPAND_TOOL)
-    );
+    assert!(tools.is_some_and(|t| {
+        t.iter()
+            .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL))
+    }));
     // A string (or absent, or null) gets the directive appended; anything else was replaced by the directive alone,
     // as decoding reads it as no text.
     let text = match before.get("instructions") {

@@ -30,6 +30,33 @@ pub fn offer_from_head(settings: &ExpandSettings, body: &RequestBody) -> bool {
         && eager::offered_from_head(body, settings.eager_min_head_tokens)
 }
 
+/// The body's edits when a turn is offered the tool: `context_expand` appended to `tools` (unless the client sent
+/// it already) and the directive added to `instructions` on the client's encoded bytes where they allow it.
+/// `false`, with the body unchanged, when `tools` is there but not an array.
+pub fn offer_tool(body: &mut RequestBody) -> bool {
+    let already = match body.get("tools") {
+        Some(Value::Array(tools)) => tools
+            .iter()
+            .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL)),
+        _ => false,
+    };
+    if !already && !body.append_encoded_to_array("tools", tool_bytes()) {
+        return false;
+    }
+    match splice_directive(body.member_bytes("instructions").as_deref()) {
+        DirectiveSplice::Keep => {}
+        DirectiveSplice::Set(encoded) => body.set_encoded("instructions", encoded),
+        DirectiveSplice::Decode => {
+            let instructions = body.get_str("instructions");
+            body.set(
+                "instructions",
+                Value::String(append_directive(instructions.as_deref())),
+            );
+        }
+    }
+    true
+}
+
 /// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
 pub const EXPAND_STAGE: &str = "expand";
 
@@ -76,27 +103,9 @@ impl Stage for InjectStage {
         if !carries || tool_choice_none || settings.max_rounds == 0 {
             return Ok(());
         }
-        let already = match turn.body.get("tools") {
-            Some(Value::Array(tools)) => tools
-                .iter()
-                .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL)),
-            _ => false,
-        };
-        if !already && !turn.body.append_encoded_to_array("tools", tool_bytes()) {
+        if !offer_tool(&mut turn.body) {
             // `tools` is not an array: the upstream will refuse the request; leave it as the client sent it.
             return Ok(());
-        }
-        let splice = splice_directive(turn.body.member_bytes("instructions").as_deref());
-        match splice {
-            DirectiveSplice::Keep => {}
-            DirectiveSplice::Set(encoded) => turn.body.set_encoded("instructions", encoded),
-            DirectiveSplice::Decode => {
-                let instructions = turn.body.get_str("instructions");
-                turn.body.set(
-                    "instructions",
-                    Value::String(append_directive(instructions.as_deref())),
-                );
-            }
         }
         turn.expand_active = true;
         Ok(())
