@@ -361,3 +361,31 @@ async fn a_first_marker_late_in_a_long_session_must_be_worth_the_cached_prefix()
         "late"
     )));
 }
+
+#[tokio::test]
+async fn a_body_that_names_a_member_twice_reaches_the_upstream_unchanged() {
+    // Readers disagree on which copy of a repeated member counts (serde_json and Python keep the last): an edit
+    // could land in the copy the upstream ignores, e.g. the tool in the first `tools` and markers in the input.
+    let (mock, proxy) = mock_and_proxy().await;
+    let input = json!([
+        {"role": "user", "content": "Run the tests."},
+        {"type": "function_call", "call_id": "t1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "t1", "output": failing_pytest_log()}
+    ]);
+    let once = format!(r#"{{"model":"mock-ok","tools":[],"input":{input}}}"#);
+    let twice = format!(r#"{{"model":"mock-ok","tools":[],"input":{input},"tools":[]}}"#);
+    for (body, rewritten) in [(once, true), (twice, false)] {
+        mock.state.clear();
+        let resp = client()
+            .post(proxy.v1("/responses"))
+            .header("authorization", "Bearer sk-floor")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let received = mock.state.received();
+        assert_eq!(received.len(), 1);
+        assert_eq!(received[0].body.as_ref() != body.as_bytes(), rewritten);
+    }
+}

@@ -33,15 +33,13 @@ fn offer_the_tool(original: &Bytes) {
     let Ok(Value::Object(before)) = serde_json::from_slice::<Value>(original) else {
         return;
     };
-    // A key given twice is edited first-wins here and read last-wins by serde: such bodies are not judged by serde.
-    let Ok(Keys(keys)) = serde_json::from_slice::<Keys>(original) else {
-        return;
-    };
-    if ["tools", "instructions"]
-        .iter()
-        .any(|key| keys.iter().filter(|k| k == key).count() > 1)
-    {
-        return;
+    // A body that names a member twice is refused (readers disagree on which copy counts), so every key here is
+    // read the same way by serde.
+    if let Ok(Keys(keys)) = serde_json::from_slice::<Keys>(original) {
+        let mut sorted = keys.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), keys.len(), "a parsed body names a member twice");
     }
     if !offer_tool(&mut body) {
         return;

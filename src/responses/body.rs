@@ -69,6 +69,21 @@ pub enum BodyError {
     NotAnObject(String),
     #[error("request body `input` is neither a string nor an array")]
     BadInput,
+    /// Valid JSON, but readers disagree on which copy counts (serde_json and Python keep the last, a streaming
+    /// reader the first): whatever the proxy edited could be the copy the upstream ignores, so it edits nothing.
+    #[error("request body names the top-level member `{0}` more than once")]
+    RepeatedMember(String),
+}
+
+/// The first key that names two members, if any. A body has a handful of members, so pairs are compared.
+fn repeated_key(members: &[(String, Range<usize>)]) -> Option<&str> {
+    members.iter().enumerate().find_map(|(i, (key, _))| {
+        members
+            .get(..i)?
+            .iter()
+            .any(|(earlier, _)| earlier == key)
+            .then_some(key.as_str())
+    })
 }
 
 impl RequestBody {
@@ -85,6 +100,9 @@ impl RequestBody {
         known: &[Arc<KnownItems>],
     ) -> Result<RequestBody, BodyError> {
         let split = split_known(&original, known)?;
+        if let Some(key) = repeated_key(&split.members) {
+            return Err(BodyError::RepeatedMember(key.to_owned()));
+        }
         let input_position = split.input.as_ref().map(|(at, _)| *at);
         let mut item_spans = Vec::new();
         let input = split.input.map(|(_, input)| match input {

@@ -76,14 +76,28 @@ fn appending_a_tool_keeps_the_other_tools_bytes() {
 }
 
 #[test]
-fn duplicate_keys_survive_a_rewrite() {
-    let mut b =
-        RequestBody::parse(Bytes::from_static(br#"{"a":1,"a":2,"input":[{"x":1}]}"#)).unwrap();
-    b.set("tools", json!([]));
-    assert_eq!(
-        b.to_bytes(),
-        Bytes::from_static(br#"{"a":1,"a":2,"input":[{"x":1}],"tools":[]}"#)
-    );
+fn a_body_that_names_a_member_twice_is_not_parsed() {
+    for (body, key) in [
+        (&br#"{"a":1,"a":2,"input":[{"x":1}]}"#[..], "a"),
+        (
+            br#"{"tools":[],"input":"hi","tools":[{"type":"function"}]}"#,
+            "tools",
+        ),
+        (br#"{"input":[],"model":"m","input":[]}"#, "input"),
+        (
+            br#"{"instr\u0075ctions":"a","instructions":"b"}"#,
+            "instructions",
+        ),
+        (br#"{"x":{"a":1,"a":2},"y":[{"b":1,"b":1}]}"#, ""),
+    ] {
+        let repeated = match RequestBody::parse(Bytes::copy_from_slice(body)) {
+            Err(BodyError::RepeatedMember(k)) => Some(k),
+            Ok(_) => None,
+            Err(e) => Some(format!("another error: {e}")),
+        };
+        // Only top-level members count.
+        assert_eq!(repeated.as_deref(), (!key.is_empty()).then_some(key));
+    }
 }
 
 /// The body the members writer would produce for `b` (the path a rewritten input takes), for comparison.
@@ -96,10 +110,10 @@ fn written_out(b: &mut RequestBody) -> Bytes {
 
 #[test]
 fn adding_the_tool_splices_only_tools_and_instructions_into_the_clients_bytes() {
-    // Odd whitespace, keys out of the usual order, unicode escapes (in keys and values), a duplicate key.
+    // Odd whitespace, keys out of the usual order, unicode escapes (in keys and values).
     let body = "{ \"input\" :\n [ {\"role\":\"user\",\"content\":\"h\\u00e9 <<ctxzip:0123456789ab 3_lines>>\"} ] ,\n\
                 \t\"tools\" : [ {\"type\":\"custom\",\"name\":\"a\\u00e9\",\"x\":1.50} ]  ,\"instr\\u0075ctions\":\"keep\",\n\
-                \"instructions\" : \"Be \\u2028 brief\", \"model\":\"m\", \"model\":\"m2\" }\n";
+                \"model\":\"m\" }\n";
     let mut b = RequestBody::parse(Bytes::copy_from_slice(body.as_bytes())).unwrap();
     assert!(b.append_encoded_to_array("tools", br#"{"type":"function","name":"t"}"#));
     assert_eq!(b.get_str("instructions").as_deref(), Some("keep"));
@@ -107,10 +121,10 @@ fn adding_the_tool_splices_only_tools_and_instructions_into_the_clients_bytes() 
     let out = b.to_bytes();
     let expected = "{ \"input\" :\n [ {\"role\":\"user\",\"content\":\"h\\u00e9 <<ctxzip:0123456789ab 3_lines>>\"} ] ,\n\
                     \t\"tools\" : [ {\"type\":\"custom\",\"name\":\"a\\u00e9\",\"x\":1.50} ,{\"type\":\"function\",\"name\":\"t\"}]  ,\"instr\\u0075ctions\":\"Be \u{2028} brief\\n\\nD\",\n\
-                    \"instructions\" : \"Be \\u2028 brief\", \"model\":\"m\", \"model\":\"m2\" }\n";
+                    \"model\":\"m\" }\n";
     assert_eq!(std::str::from_utf8(&out).unwrap(), expected);
-    // `instr\u0075ctions` is the same key as `instructions`: the first one is the member read and replaced, as
-    // the members writer replaces it; the later duplicate keeps its bytes. Both paths mean the same JSON.
+    // `instr\u0075ctions` is the key `instructions`: the member read and replaced where it stands, as the members
+    // writer replaces it. Both paths mean the same JSON.
     let spliced: Value = serde_json::from_slice(&out).unwrap();
     let written: Value = serde_json::from_slice(&written_out(&mut b)).unwrap();
     assert_eq!(spliced, written);

@@ -21,6 +21,8 @@ use oracle::oracle;
 enum Outcome {
     NotAnObject,
     BadInput,
+    /// Never the split's verdict (the body view judges repeated members): an oracle never agrees with it.
+    RepeatedMember,
     Split {
         members: Vec<(String, Option<Range<usize>>)>,
         input: Option<(usize, SplitInput)>,
@@ -36,6 +38,7 @@ fn outcome(split: Result<Split, BodyError>) -> Outcome {
     match split {
         Err(BodyError::NotAnObject(_)) => Outcome::NotAnObject,
         Err(BodyError::BadInput) => Outcome::BadInput,
+        Err(BodyError::RepeatedMember(_)) => Outcome::RepeatedMember,
         Ok(s) => {
             let input_at = s.input.as_ref().map(|(at, _)| *at);
             let members = s
