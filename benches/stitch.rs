@@ -59,6 +59,66 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // A long answer as a model streams it: one delta event per token or two, hundreds of them. The stitcher's
+    // cost on such a stream is its per-event head read; the parser alone is again the baseline.
+    let long = long_answer(&stream, 500);
+    let mut group = c.benchmark_group("stitch_long");
+    group.throughput(Throughput::Elements(500));
+    group.bench_function("sse_parser_alone_500_deltas", |b| {
+        b.iter(|| {
+            let mut p = ctxgate::expand::sse::SseParser::new();
+            let events = p.push(&long);
+            events.len() + p.finish().events.len()
+        })
+    });
+    group.bench_function("one_round_500_deltas", |b| {
+        b.iter(|| {
+            let mut s = Stitcher::new("context_expand");
+            let mut n = 0;
+            for out in s.push(&long) {
+                n += out.len();
+            }
+            let _ = s.end_round();
+            for out in s.finish() {
+                n += out.len();
+            }
+            n
+        })
+    });
+    group.finish();
+}
+
+/// The mock's answer with its text deltas replaced by `n` short ones, sequence numbers renumbered: the shape of a
+/// long streamed message.
+fn long_answer(stream: &[u8], n: usize) -> Vec<u8> {
+    let text = std::str::from_utf8(stream).unwrap();
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let data = block
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap();
+        events.push(serde_json::from_str(data).unwrap());
+    }
+    let first_delta = events
+        .iter()
+        .position(|e| e["type"] == "response.output_text.delta")
+        .unwrap();
+    let template = events[first_delta].clone();
+    events.retain(|e| e["type"] != "response.output_text.delta");
+    for i in 0..n {
+        let mut delta = template.clone();
+        delta["delta"] = json!(format!(" word{i}"));
+        events.insert(first_delta + i, delta);
+    }
+    let mut out = Vec::new();
+    for (seq, e) in events.iter_mut().enumerate() {
+        e["sequence_number"] = json!(seq);
+        let kind = e["type"].as_str().unwrap().to_string();
+        out.extend_from_slice(format!("event: {kind}\ndata: {e}\n\n").as_bytes());
+    }
+    out
 }
 
 criterion_group!(benches, bench);

@@ -34,6 +34,7 @@ impl<'a> Member<'a> {
     /// The key's bytes, decoded: as written unless it is spelled with escapes; `None` when it does not decode (a
     /// lone surrogate escape), which serde refused too. Bytes, not `str`: callers compare them with ASCII names,
     /// and checking UTF-8 (or raw control bytes, which no such name holds) would cost more than the comparison.
+    #[inline]
     pub fn key(&self) -> Option<Cow<'a, [u8]>> {
         if !self.escaped {
             return Some(Cow::Borrowed(self.key));
@@ -173,6 +174,7 @@ impl<'a> Members<'a> {
 
     /// Where the value of the member last returned stands, found by skipping it; `None` when it cannot be followed
     /// (the next call to `next` then reports the object broken).
+    #[inline]
     pub fn value(&mut self) -> Option<Range<usize>> {
         let start = self.pending.take()?;
         match value_end(self.b, start) {
@@ -194,6 +196,7 @@ impl<'a> Members<'a> {
         }
     }
 
+    #[inline]
     fn member(&mut self) -> Option<Option<Member<'a>>> {
         let b = self.b;
         let mut i = skip_ws(b, self.at);
@@ -234,6 +237,7 @@ impl<'a> Members<'a> {
 impl<'a> Iterator for Members<'a> {
     type Item = Option<Member<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self.state {
             State::Closed | State::Failed => None,
@@ -285,6 +289,7 @@ pub fn only_ws_after(b: &[u8], at: usize) -> bool {
 
 /// The string value at `range`, decoded; borrowed when it holds no escape. `None` for anything but a valid
 /// JSON string.
+#[inline]
 pub fn string<'a>(b: &'a [u8], range: Range<usize>) -> Option<Cow<'a, str>> {
     let raw = b.get(range)?;
     let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
@@ -295,6 +300,7 @@ pub fn string<'a>(b: &'a [u8], range: Range<usize>) -> Option<Cow<'a, str>> {
 }
 
 /// The unsigned integer at `range`, as serde reads a `u64` (no sign, fraction or exponent).
+#[inline]
 pub fn unsigned(b: &[u8], range: Range<usize>) -> Option<u64> {
     let raw = b.get(range)?;
     if raw.is_empty() || !raw.iter().all(u8::is_ascii_digit) || raw.len() > 1 && raw[0] == b'0' {
@@ -308,6 +314,7 @@ pub fn is_null(b: &[u8], range: &Range<usize>) -> bool {
     b.get(range.clone()) == Some(b"null")
 }
 
+#[inline]
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
         i += 1;
@@ -316,6 +323,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// The end (exclusive) of the value that starts at `at`, which must be its first byte.
+#[inline]
 pub fn value_end(b: &[u8], at: usize) -> Option<usize> {
     match *b.get(at)? {
         b'"' => string_end(b, at),

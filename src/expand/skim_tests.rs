@@ -273,3 +273,20 @@ fn skipped_values_are_not_validated_but_their_ends_are_found() {
     let deep = format!("{{\"d\": {}{}}}", "[".repeat(300), "]".repeat(300));
     assert_eq!(skim_members(&deep).unwrap()[0].1, 6..606);
 }
+
+#[test]
+fn empty_containers_end_at_their_closing_bracket() {
+    for (text, end) in [
+        ("[]", Some(2)),
+        ("{}", Some(2)),
+        ("[ \n\t]", Some(5)),
+        ("{\r\n}, 1", Some(4)),
+        ("[ ], []", Some(3)),
+        ("[ 1]", Some(4)),
+        ("[{}]", Some(4)),
+        ("[ ", None),
+        ("[", None),
+    ] {
+        assert_eq!(value_end(text.as_bytes(), 0), end, "{text:?}");
+    }
+}

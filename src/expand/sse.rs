@@ -22,8 +22,8 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// One complete event block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
-    /// The `event:` field (`None` when absent or empty, which SSE treats as `message`).
-    pub event: Option<String>,
+    /// Where the `event:` field's value is in `raw` (see [`SseEvent::event`]).
+    event: Option<std::ops::Range<usize>>,
     /// The `data:` lines (see [`SseEvent::data`]).
     data: Data,
     /// The exact bytes of the block, blank line included, plus any stray blank lines
@@ -41,6 +41,13 @@ enum Data {
 }
 
 impl SseEvent {
+    /// The `event:` field (`None` when absent or empty, which SSE treats as `message`); bytes that are not UTF-8
+    /// read as U+FFFD. A span of the event's bytes until asked: most readers never look at it.
+    pub fn event(&self) -> Option<std::borrow::Cow<'_, str>> {
+        let span = self.event.clone()?;
+        Some(decode(self.raw.get(span).unwrap_or_default()))
+    }
+
     /// The `data:` lines joined with `\n` (empty for comment-only blocks such as
     /// keep-alives, which are still returned so a proxy can forward them); bytes that
     /// are not UTF-8 read as U+FFFD.
@@ -92,7 +99,8 @@ pub struct SseParser {
     /// `line_start`, so a long line arriving in small chunks is scanned once.
     scanned: usize,
     bom_checked: bool,
-    event: Option<String>,
+    /// The current block's `event:` value, a span of `buf` (the last such line counts).
+    event: Option<std::ops::Range<usize>>,
     /// The current block's data: the span of its first `data:` value in `buf` until a
     /// second one comes, then the lines joined.
     data: Option<Data>,
@@ -122,9 +130,11 @@ impl SseParser {
         let mut events = Vec::new();
         self.parse(true, &mut events);
         let partial_line = self.line_start < self.buf.len();
-        let leftover = (self.has_lines || partial_line).then(|| Leftover {
-            raw: self.buf.split().freeze(),
-            event: self.event.take(),
+        let leftover = (self.has_lines || partial_line).then(|| {
+            let event = self.event.take();
+            let raw = self.buf.split().freeze();
+            let event = event.map(|span| decode(raw.get(span).unwrap_or_default()).into_owned());
+            Leftover { raw, event }
         });
         *self = Self {
             last_id: self.last_id.take(),
@@ -215,7 +225,7 @@ impl SseParser {
         };
         let text = |buf: &BytesMut| decode(buf.get(value.clone()).unwrap_or_default()).into_owned();
         match bytes.get(..name).unwrap_or_default() {
-            b"event" => self.event = (!value.is_empty()).then(|| text(&self.buf)),
+            b"event" => self.event = (!value.is_empty()).then_some(value),
             b"data" => {
                 self.data = Some(match self.data.take() {
                     None => Data::Span(value),
@@ -353,9 +363,12 @@ mod tests {
         let mut p = SseParser::new();
         let ev = p.push(input);
         assert_eq!(ev.len(), 3);
-        assert_eq!((ev[0].event.as_deref(), ev[0].data().as_ref()), (None, ""));
         assert_eq!(
-            (ev[1].event.as_deref(), ev[1].data().as_ref()),
+            (ev[0].event().as_deref(), ev[0].data().as_ref()),
+            (None, "")
+        );
+        assert_eq!(
+            (ev[1].event().as_deref(), ev[1].data().as_ref()),
             (Some("a"), "x\ny")
         );
         assert_eq!(ev[2].data(), "");

@@ -155,22 +155,29 @@ impl Stitcher {
         self.first_id.as_deref()
     }
 
-    /// Feeds the current round's upstream bytes; returns what to send the client now.
+    /// Feeds the current round's upstream bytes; returns what to send the client now. The client bytes are joined
+    /// into one piece when the round forwards several events (one write to the client instead of one per event).
     pub fn push(&mut self, chunk: &[u8]) -> Vec<Bytes> {
-        self.push_bytes(Bytes::copy_from_slice(chunk))
+        join(self.push_parts(chunk))
     }
 
-    /// [`Self::push`] for a chunk the caller owns. The client bytes are joined into one piece when the round
-    /// forwards several events (one write to the client instead of one per event).
-    pub fn push_bytes(&mut self, chunk: Bytes) -> Vec<Bytes> {
+    /// [`Self::push`], the client bytes appended to `into`: a caller gathering several chunks into one write
+    /// copies each event once.
+    pub fn push_into(&mut self, chunk: &[u8], into: &mut bytes::BytesMut) {
+        for part in self.push_parts(chunk) {
+            into.extend_from_slice(&part);
+        }
+    }
+
+    fn push_parts(&mut self, chunk: &[u8]) -> Vec<Bytes> {
         let mut out = std::mem::take(&mut self.pending);
         if self.finished {
             return out;
         }
-        for event in self.round.parser.push(&chunk) {
+        for event in self.round.parser.push(chunk) {
             self.on_event(event, &mut out);
         }
-        join(out)
+        out
     }
 
     /// The current round's upstream stream ended (cleanly or not).
@@ -294,9 +301,9 @@ impl Stitcher {
     }
 
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<Bytes>) {
-        if self.light(&event, out) {
+        let Some(event) = self.light(event, out) else {
             return;
-        }
+        };
         let (parsed, done) = {
             let data = event.data();
             (
@@ -304,7 +311,9 @@ impl Stitcher {
                 data.trim() == "[DONE]",
             )
         };
-        let SseEvent { event, raw, .. } = event;
+        let name = event.event().map(std::borrow::Cow::into_owned);
+        let SseEvent { raw, .. } = event;
+        let event = name;
         let Ok(Value::Object(mut obj)) = parsed else {
             if done {
                 self.round.done = Some(raw);

@@ -141,11 +141,11 @@ pub(super) struct LightTerminal {
 }
 
 impl Stitcher {
-    /// Handles `event` on the light path if it can; `false` sends it down the full path (which may end the light
-    /// path for the rest of the turn).
-    pub(super) fn light(&mut self, event: &SseEvent, out: &mut Vec<Bytes>) -> bool {
+    /// Handles `event` on the light path if it can, taking it (its bytes are forwarded without a copy); an event
+    /// handed back goes down the full path (which may end the light path for the rest of the turn).
+    pub(super) fn light(&mut self, event: SseEvent, out: &mut Vec<Bytes>) -> Option<SseEvent> {
         if !self.light || self.round_no > 0 {
-            return false;
+            return Some(event);
         }
         let last = self
             .round
@@ -153,9 +153,15 @@ impl Stitcher {
             .as_ref()
             .map(|l| l.bytes.as_slice());
         let Some(head) = EventHead::read(event.data_bytes(), last) else {
-            return false;
+            return Some(event);
         };
-        let kind = head.kind.as_deref().or(event.event.as_deref());
+        // The `event:` line is read only when the data does not name its type.
+        let name = if head.kind.is_none() {
+            event.event()
+        } else {
+            None
+        };
+        let kind = head.kind.as_deref().or(name.as_deref());
         let kind = kind.unwrap_or_default();
         if let Some(seq) = head.sequence_number {
             if !self.seq_known {
@@ -163,13 +169,13 @@ impl Stitcher {
                 self.seq = seq;
             }
             if seq != self.seq {
-                return false;
+                return Some(event);
             }
         }
         let terminal = terminal_kind(kind);
         if let Some(response) = &head.response {
             if terminal.is_none() && !OPENING.contains(&kind) {
-                return false;
+                return Some(event);
             }
             // A response taken as the last one has its id learned already.
             if let ResponseHead::Read(response, _) = response
@@ -183,7 +189,7 @@ impl Stitcher {
                 self.learn(id, created);
             }
         } else if terminal.is_some() {
-            return false;
+            return Some(event);
         }
         if let Some(index) = head.output_index {
             let slot = match self.round.slots.get(&index) {
@@ -195,7 +201,7 @@ impl Stitcher {
                                 && self.holds_calls()
                     });
                     if hides {
-                        return false;
+                        return Some(event);
                     }
                     let shown_call = head
                         .item
@@ -210,7 +216,7 @@ impl Stitcher {
                 }
             };
             if !matches!(slot, Slot::Visible(ci) if ci as u64 == index) {
-                return false;
+                return Some(event);
             }
         }
         let data = event.data_bytes();
@@ -231,19 +237,19 @@ impl Stitcher {
         if last.is_some() {
             self.round.last_response = last;
         }
-        let bytes = match stripped {
-            Some(data) => sse::encode(event.event.as_deref(), &data),
-            None => event.raw.clone(),
-        };
         if head.sequence_number.is_some() {
             self.seq += 1;
             self.seq_known = true;
         }
+        let bytes = match stripped {
+            Some(data) => sse::encode(event.event().as_deref(), &data),
+            None => event.raw,
+        };
         match terminal {
             Some(kind) => self.round.light_terminal = Some(LightTerminal { kind, bytes }),
             None => out.push(bytes),
         }
-        true
+        None
     }
 }
 

@@ -14,8 +14,20 @@ use super::blocks_of;
 /// and must only find where each skipped value ends. `None` when the container does not close.
 pub fn container_end(b: &[u8], at: usize) -> Option<usize> {
     let rest = b.get(at..)?;
-    if !matches!(rest.first(), Some(b'{' | b'[')) {
-        return None;
+    let close = match rest.first() {
+        Some(b'{') => b'}',
+        Some(b'[') => b']',
+        _ => return None,
+    };
+    // An empty container (`[]`, `{ }`: an answer's `logprobs` and `annotations`) ends at its first byte that is
+    // not whitespace, without classifying a block of bytes.
+    if let Some(i) = rest
+        .iter()
+        .skip(1)
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        && rest.get(i + 1) == Some(&close)
+    {
+        return Some(at + i + 2);
     }
     let mut scanner = Scanner::default();
     let mut depth = 0u32;

@@ -123,9 +123,7 @@ impl Driver {
                 match body.as_mut().poll_next(cx) {
                     Poll::Ready(Some(Ok(bytes))) => {
                         stepped_aside = false;
-                        for out in self.stitcher.push_bytes(bytes) {
-                            ahead.extend_from_slice(&out);
-                        }
+                        self.stitcher.push_into(&bytes, &mut ahead);
                         if ahead.len() >= READ_AHEAD_MAX {
                             return Poll::Ready(None);
                         }
@@ -169,7 +167,7 @@ impl Driver {
             let body = self.body.as_mut()?;
             match body.next().await {
                 Some(Ok(bytes)) => {
-                    let out = self.stitcher.push_bytes(bytes);
+                    let out = self.stitcher.push(&bytes);
                     self.queue.extend(out.into_iter().map(Ok));
                 }
                 Some(Err(e)) => {
