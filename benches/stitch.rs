@@ -35,48 +35,39 @@ fn bench(c: &mut Criterion) {
             .await
             .unwrap()
     });
-    let mut group = c.benchmark_group("stitch");
-    group.throughput(Throughput::Bytes(stream.len() as u64));
-    group.bench_function("sse_parser_alone", |b| {
-        b.iter(|| {
-            let mut p = ctxgate::expand::sse::SseParser::new();
-            let events = p.push(&stream);
-            events.len() + p.finish().events.len()
-        })
-    });
-    group.bench_function("one_round_mock_ok", |b| {
-        b.iter(|| {
-            let mut s = Stitcher::new("context_expand");
-            let mut n = 0;
-            for out in s.push(&stream) {
-                n += out.len();
-            }
-            let _ = s.end_round();
-            for out in s.finish() {
-                n += out.len();
-            }
-            n
-        })
-    });
-    group.finish();
-
+    group(c, "stitch", "", &stream, stream.len() as u64);
     // A long answer as a model streams it: one delta event per token or two, hundreds of them. The stitcher's
     // cost on such a stream is its per-event head read; the parser alone is again the baseline.
     let long = long_answer(&stream, 500);
-    let mut group = c.benchmark_group("stitch_long");
-    group.throughput(Throughput::Elements(500));
-    group.bench_function("sse_parser_alone_500_deltas", |b| {
+    group(c, "stitch_long", "_500_deltas", &long, 500);
+}
+
+/// The SSE parser alone over `stream` (the baseline) and a one-round stitch of it; `throughput` in bytes for the
+/// mock's answer, in events for the long one.
+fn group(c: &mut Criterion, name: &str, suffix: &str, stream: &[u8], throughput: u64) {
+    let mut group = c.benchmark_group(name);
+    group.throughput(if suffix.is_empty() {
+        Throughput::Bytes(throughput)
+    } else {
+        Throughput::Elements(throughput)
+    });
+    let round = if suffix.is_empty() {
+        "one_round_mock_ok".to_string()
+    } else {
+        format!("one_round{suffix}")
+    };
+    group.bench_function(format!("sse_parser_alone{suffix}"), |b| {
         b.iter(|| {
             let mut p = ctxgate::expand::sse::SseParser::new();
-            let events = p.push(&long);
+            let events = p.push(stream);
             events.len() + p.finish().events.len()
         })
     });
-    group.bench_function("one_round_500_deltas", |b| {
+    group.bench_function(round, |b| {
         b.iter(|| {
             let mut s = Stitcher::new("context_expand");
             let mut n = 0;
-            for out in s.push(&long) {
+            for out in s.push(stream) {
                 n += out.len();
             }
             let _ = s.end_round();
