@@ -113,6 +113,24 @@ fn chunking_never_changes_the_client_stream() {
         }
         client.extend(st.finish());
         assert_eq!(client.concat(), reference, "cut at {cut}");
+        // The driver's read-ahead gathers the first pieces into its one write: the same bytes.
+        let mut st = Stitcher::new(TOOL);
+        let mut gathered = bytes::BytesMut::new();
+        parts[0].iter().for_each(|p| st.push_into(p, &mut gathered));
+        let mut rest = Vec::new();
+        for (n, round) in parts.iter().enumerate() {
+            if n > 0 {
+                st.begin_round();
+                round.iter().for_each(|p| rest.extend(st.push(p)));
+            }
+            st.end_round();
+        }
+        rest.extend(st.finish());
+        assert_eq!(
+            [&gathered[..], &rest.concat()].concat(),
+            reference,
+            "gathered, cut at {cut}"
+        );
     }
 }
 
