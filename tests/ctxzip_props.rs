@@ -92,6 +92,10 @@ fn line() -> impl Strategy<Value = String> {
         1 => Just("<<ctxzip:abc".to_string()),
         1 => "[a-z_ ]{0,12}(error|Fail|EXCEPTION|fatal|panic|Traceback)[a-zA-Z_ .]{0,12}",
         1 => Just("Traceback (most recent call last):".to_string()),
+        // Whole blocks, so that the same traceback, stack or unittest failure header comes again.
+        1 => Just("Traceback (most recent call last):\n  File \"w.py\", line 8, in run\n    self.fetch()\n  File \"w.py\", line 12, in fetch\n    raise OSError(url)\nOSError: timed out".to_string()),
+        1 => Just("java.io.IOException: reset\n\tat a.B.c(B.java:1)\n\tat a.B.fail(B.java:2)\n\t... 3 more".to_string()),
+        1 => Just(format!("{}\nFAIL: test_x (app.tests.T)\n{}", "=".repeat(70), "-".repeat(70))),
         1 => Just("tests/test_a.py::test_fail_silently PASSED".to_string()),
         1 => "[\\[\\]{}\",:0-9a-z ]{0,40}",
     ]

@@ -218,13 +218,12 @@ pub(crate) fn compress_with(
     relevant.sort_unstable_by(|a, b| b.0.count_ones().cmp(&a.0.count_ones()).then(a.1.cmp(&b.1)));
     relevant.truncate(p.max_relevant);
     relevant.retain(|r| r.0 & mask != 0);
-    let (keep, floor_only) = select(&recs, &texts, &flags, &relevant, p);
-    let gather = if p.gather_floor { &floor_only[..] } else { &[] };
+    let selection = select(&recs, &texts, &flags, &relevant, p);
     Some(render(
         &recs,
         &flags,
-        &keep,
-        gather,
+        &selection,
+        p.gather_floor,
         ctx,
         tally,
         trailing_newline,
@@ -246,24 +245,34 @@ fn collapse(body: &str) -> Vec<Rec<'_>> {
     recs
 }
 
-/// The lines to keep, and which of them are kept for the error floor alone (not head, tail, region, keep-pattern,
-/// relevant or context lines). `texts` are the records' lines, for the region finders.
+/// What [`select`] chose, one flag per record.
+struct Selection {
+    keep: Vec<bool>,
+    /// Kept for the error floor alone (not head, tail, region, keep-pattern, relevant or context lines).
+    floor_only: Vec<bool>,
+    /// The frames of a traceback printed again ([`regions::mark`]); empty unless the params find regions.
+    repeated: Vec<bool>,
+}
+
+/// The lines to keep. `texts` are the records' lines, for the region finders.
 fn select(
     recs: &[Rec<'_>],
     texts: &[&str],
     flags: &[u8],
     relevant: &[(u32, usize)],
     p: &Params,
-) -> (Vec<bool>, Vec<bool>) {
+) -> Selection {
     let n = recs.len();
     let mut keep = vec![false; n];
+    // Lines no error line's context may keep: the frames of a traceback printed again ([`regions::mark`]).
+    let mut repeated = vec![false; if p.regions == Regions::Runs { n } else { 0 }];
     keep.iter_mut().take(p.head).for_each(|k| *k = true);
     keep.iter_mut()
         .skip(n.saturating_sub(p.tail))
         .for_each(|k| *k = true);
     match p.regions {
         Regions::None => {}
-        Regions::Runs => regions::mark(texts, &mut keep),
+        Regions::Runs => regions::mark(texts, &mut keep, &mut repeated),
         Regions::TestReport => super::testxml::mark(texts, &mut keep),
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
@@ -296,12 +305,14 @@ fn select(
         let before = mark_context(
             &mut keep,
             recs,
+            &repeated,
             (i.saturating_sub(p.before)..i).rev(),
             &mut context_left,
         );
         let after = mark_context(
             &mut keep,
             recs,
+            &repeated,
             (i + 1)..(i + 1 + p.after).min(n),
             &mut context_left,
         );
@@ -335,22 +346,28 @@ fn select(
             keep[start..i].iter_mut().for_each(|k| *k = true);
         }
     }
-    (keep, floor_only)
+    Selection {
+        keep,
+        floor_only,
+        repeated,
+    }
 }
 
 /// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
-/// blank line: the location and notes of a diagnostic, not the next command line of a build. Whether the error
-/// line has any context there.
+/// blank line: the location and notes of a diagnostic, not the next command line of a build, nor the frames of a
+/// traceback already shown (`repeated`, one flag per record or none). Whether the error line has any context there.
 fn mark_context(
     keep: &mut [bool],
     recs: &[Rec<'_>],
+    repeated: &[bool],
     indices: impl Iterator<Item = usize>,
     budget: &mut usize,
 ) -> bool {
     let mut any = false;
     for j in indices {
         let text = recs[j].text;
-        if *budget == 0 || renders_blank(text) || text.len() > LONG_LINE {
+        let shown = repeated.get(j).copied().unwrap_or(false);
+        if *budget == 0 || shown || renders_blank(text) || text.len() > LONG_LINE {
             break;
         }
         any = true;

@@ -226,3 +226,41 @@ fn a_flood_of_warnings_keeps_the_first_ones_and_every_floor_line() {
         );
     }
 }
+
+#[test]
+fn a_traceback_printed_again_shows_its_exception_and_points_back_for_its_frames() {
+    let mut text = String::new();
+    for i in 0..20 {
+        text.push_str(&format!("INFO fetching batch {i}\nWARN retrying request {i}\nTraceback (most recent call last):\n"));
+        for f in 0..5 {
+            text.push_str(&format!(
+                "  File \"/app/w{f}.py\", line {f}0, in step{f}\n    return step{}(x)\n",
+                f + 1
+            ));
+        }
+        text.push_str(&format!("ConnectionError: attempt {i} timed out\n"));
+    }
+    let mut t = Tally::default();
+    let out = super::super::logs::compress(&text, &ctx(&[], &[]), &mut t).unwrap_or_default();
+    // The first copy stays whole, every exception line stays, later frames are one marker line each (but the
+    // run's tail, kept as it is).
+    assert!(out.contains("WARN retrying request 0\nTraceback (most recent call last):\n  File \"/app/w0.py\", line 00, in step0\n    return step1(x)\n"));
+    for i in 0..20 {
+        assert!(
+            out.contains(&format!("ConnectionError: attempt {i} timed out\n")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("WARN retrying request 1\nTraceback (most recent call last):\n<<ctxzip:0123456789ab 10_lines_offloaded>> (the same stack frames as above)\nConnectionError: attempt 1 timed out\n"), "{out}");
+    assert!(
+        out.matches("(the same stack frames as above)").count() >= 17,
+        "{out}"
+    );
+    assert!(out.matches("  File \"/app/w0.py\"").count() <= 2, "{out}");
+    assert!(
+        out.len() * 3 < text.len() * 2,
+        "{} of {}",
+        out.len(),
+        text.len()
+    );
+}

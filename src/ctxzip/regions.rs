@@ -4,9 +4,17 @@
 //! compression can do. Keeping every error *region* whole keeps that promise without paying for megabytes of
 //! passing tests: a Python traceback from its `Traceback` line to the exception, a pytest failure block's
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
-//! exception, test-runner section and summary lines. Everything else — progress dots, `PASSED` lines, install
+//! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
+//! the diff of what was expected and what came), test-runner section and summary lines. Everything else — progress dots, `PASSED` lines, install
 //! and collection chatter — may go behind a marker; the error floor and the head and tail of the run are kept by
 //! the line engine around this.
+//!
+//! A traceback printed again with the same frames (a retry loop, a logger that reports each failed attempt) says
+//! nothing new but its exception line: the first copy is kept whole, a later one keeps its header and exception
+//! line, and its frames are left to the line engine, whose error floor still shows each error line once. The same
+//! holds for a JVM/JS frame run identical to an earlier one.
+
+use std::collections::HashSet;
 
 use super::detect::search_prefix;
 
@@ -20,20 +28,56 @@ const MAX_FRAMES: usize = 40;
 const MAX_SHORT_ENTRIES: usize = 5;
 const SHORT_ENTRIES_HEAD: usize = 1;
 const SHORT_ENTRIES_TAIL: usize = 3;
+/// The message after a unittest failure's exception line (`Lists differ: …`, then the element-by-element diff)
+/// kept up to this many lines: its first `MESSAGE_HEAD` and the rest from its end. A diff of two huge values
+/// can run to thousands of lines; its head shows where they first differ.
+const MAX_MESSAGE: usize = 80;
+const MESSAGE_HEAD: usize = 60;
 
-/// Marks the lines of every error region in `lines` as kept.
-pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
-    let n = lines.len().min(keep.len());
+/// Marks the lines of every error region in `lines` as kept, and as `repeated` the frames of a traceback printed
+/// again: no other line's context reaches into them (a `retrying…` warning above would otherwise keep them).
+pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
+    let n = lines.len().min(keep.len()).min(repeated.len());
     let mut in_pytest_block = false;
+    let mut in_unittest_block = false;
+    // The frame runs kept so far, by content: a run printed again is not kept again.
+    let mut frames_seen: HashSet<&[&str]> = HashSet::new();
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
         if t.starts_with("Traceback (most recent call last)") {
-            let end = traceback_end(lines, i);
-            keep_span(keep, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+            let end = traceback_end(lines, i).min(n);
+            let raised = end > i + 1 && is_exception_line(lines[end - 1]);
+            let frames = &lines[i + 1..if raised { end - 1 } else { end }];
+            if frames.is_empty() || frames_seen.insert(frames) {
+                keep_span(keep, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+            } else {
+                // The same frames as a traceback above: what this one adds is its exception line.
+                keep[i] = true;
+                if raised {
+                    keep[end - 1] = true;
+                }
+                repeated[i + 1..i + 1 + frames.len()]
+                    .iter_mut()
+                    .for_each(|r| *r = true);
+            }
             i = end;
+            if in_unittest_block {
+                // unittest prints the assertion's message after the exception line, blank lines and all, until
+                // the rule that closes the failure block: the diff a reader fixes the test from.
+                let close = (i..n).find(|&j| is_rule(lines[j])).unwrap_or(n);
+                keep_span(keep, i, close, MAX_MESSAGE, MESSAGE_HEAD);
+                in_unittest_block = false;
+                i = close;
+            }
             continue;
+        }
+        if is_rule(line) && line.starts_with('=') {
+            // `====` opens each failure block (`FAIL: …`, a `----` rule, the traceback) and the run's end.
+            in_unittest_block = lines
+                .get(i + 1)
+                .is_some_and(|next| is_unittest_failure(next.trim_end_matches('\r')));
         }
         if is_banner(line) {
             keep[i] = true;
@@ -71,7 +115,11 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
                 end += 1;
             }
             keep[start - 1] = true;
-            keep_span(keep, start, end, MAX_FRAMES, MAX_FRAMES / 2);
+            if frames_seen.insert(&lines[start..end]) {
+                keep_span(keep, start, end, MAX_FRAMES, MAX_FRAMES / 2);
+            } else {
+                repeated[start..end].iter_mut().for_each(|r| *r = true);
+            }
             i = end;
             continue;
         }
@@ -123,6 +171,13 @@ fn traceback_end(lines: &[&str], start: usize) -> usize {
     j
 }
 
+/// The line that ends a Python traceback: the exception, unindented (`ValueError: …`), as [`traceback_end`] finds
+/// it; a traceback cut off before it ends on a frame instead.
+fn is_exception_line(line: &str) -> bool {
+    let l = line.trim_end_matches('\r');
+    !l.is_empty() && !l.starts_with(' ') && !l.starts_with('\t')
+}
+
 /// Keeps `start..end`, or its first `head` and last `cap - head` lines when longer than `cap`.
 fn keep_span(keep: &mut [bool], start: usize, end: usize, cap: usize, head: usize) {
     let end = end.min(keep.len());
@@ -153,6 +208,19 @@ fn is_banner(line: &str) -> bool {
                     .len()
                     > 1
         })
+}
+
+/// A line of only `=` or only `-`, as unittest draws around each failure block and above its verdict.
+fn is_rule(line: &str) -> bool {
+    let t = line.trim_end_matches('\r');
+    t.len() >= 20 && (t.bytes().all(|b| b == b'=') || t.bytes().all(|b| b == b'-'))
+}
+
+/// The header of a unittest failure block: `FAIL: test_x (module.Class)` or `ERROR: …`.
+fn is_unittest_failure(line: &str) -> bool {
+    line.strip_prefix("FAIL: ")
+        .or_else(|| line.strip_prefix("ERROR: "))
+        .is_some_and(|rest| rest.contains(" (") || rest.starts_with("test"))
 }
 
 /// Verdict lines of common test runners and builds.
@@ -208,7 +276,8 @@ mod tests {
     fn kept(text: &str) -> Vec<String> {
         let lines: Vec<&str> = text.lines().collect();
         let mut keep = vec![false; lines.len()];
-        mark(&lines, &mut keep);
+        let mut repeated = vec![false; lines.len()];
+        mark(&lines, &mut keep, &mut repeated);
         lines
             .iter()
             .zip(keep)
@@ -231,6 +300,101 @@ mod tests {
                 "KeyError: 'k'"
             ]
         );
+    }
+
+    /// `kept`, and the lines marked as a repeated traceback's frames.
+    fn kept_and_repeated(text: &str) -> (Vec<&str>, Vec<&str>) {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut keep = vec![false; lines.len()];
+        let mut repeated = vec![false; lines.len()];
+        mark(&lines, &mut keep, &mut repeated);
+        let pick = |flags: &[bool]| {
+            lines
+                .iter()
+                .zip(flags)
+                .filter(|(_, f)| **f)
+                .map(|(l, _)| *l)
+                .collect::<Vec<_>>()
+        };
+        (pick(&keep), pick(&repeated))
+    }
+
+    const FRAMES: &str = "  File \"w.py\", line 8, in run\n    self.fetch()\n  File \"w.py\", line 12, in fetch\n    return get(url)\n";
+
+    #[test]
+    fn a_traceback_printed_again_keeps_its_header_and_exception_line() {
+        let text = format!(
+            "try 1\nTraceback (most recent call last):\n{FRAMES}OSError: timed out (1)\ntry 2\nTraceback (most recent call last):\n{FRAMES}OSError: timed out (2)\n"
+        );
+        let (kept, repeated) = kept_and_repeated(&text);
+        assert_eq!(
+            kept,
+            [
+                "Traceback (most recent call last):",
+                "  File \"w.py\", line 8, in run",
+                "    self.fetch()",
+                "  File \"w.py\", line 12, in fetch",
+                "    return get(url)",
+                "OSError: timed out (1)",
+                "Traceback (most recent call last):",
+                "OSError: timed out (2)",
+            ]
+        );
+        assert_eq!(repeated, FRAMES.lines().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_traceback_with_one_other_frame_is_kept_whole() {
+        let other = FRAMES.replace("line 12", "line 13");
+        let text = format!(
+            "Traceback (most recent call last):\n{FRAMES}OSError: a\nTraceback (most recent call last):\n{other}OSError: a\n"
+        );
+        let (kept, repeated) = kept_and_repeated(&text);
+        assert_eq!(kept.len(), text.lines().count());
+        assert!(repeated.is_empty());
+        // Cut off before its exception line, a traceback is all frames: the same rule, nothing else kept.
+        let cut = format!(
+            "Traceback (most recent call last):\n{FRAMES}OSError: a\nTraceback (most recent call last):\n{FRAMES}"
+        );
+        let (kept, repeated) = kept_and_repeated(&cut);
+        assert_eq!(kept.len(), 7, "{kept:?}");
+        assert_eq!(repeated.len(), 4);
+    }
+
+    #[test]
+    fn a_stack_printed_again_keeps_its_exception_line() {
+        let frames = "\tat a.B.c(B.java:1)\n\tat a.B.d(B.java:2)\n\tat a.Main.main(Main.java:9)\n";
+        let text =
+            format!("java.io.IOException: one\n{frames}retry\njava.io.IOException: two\n{frames}");
+        let (kept, repeated) = kept_and_repeated(&text);
+        assert!(kept.contains(&"java.io.IOException: two"));
+        assert_eq!(kept.len(), 5, "{kept:?}");
+        assert_eq!(repeated, frames.lines().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_unittest_failure_keeps_its_assertion_message_to_the_closing_rule() {
+        let rule = "=".repeat(70);
+        let dash = "-".repeat(70);
+        let text = format!(
+            "..F\n{rule}\nFAIL: test_order (app.tests.T)\n{dash}\nTraceback (most recent call last):\n  File \"t.py\", line 3, in test_order\n    self.assertEqual(a, b)\nAssertionError: Lists differ: [1, 2] != [2, 1]\n\nFirst differing element 0:\n1\n2\n\n- [1, 2]\n+ [2, 1]\n\n{dash}\nRan 3 tests in 0.1s\n\nplain output\n"
+        );
+        let (kept, _) = kept_and_repeated(&text);
+        for want in ["First differing element 0:", "- [1, 2]", "+ [2, 1]"] {
+            assert!(kept.contains(&want), "{want} not kept: {kept:?}");
+        }
+        assert!(!kept.contains(&"plain output"));
+        // Outside a unittest block the traceback ends at its exception line.
+        let script = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\nValueError: x\n\nnext step\n";
+        assert!(!kept_and_repeated(script).0.contains(&"next step"));
+        // A huge diff keeps its head and its end.
+        let long: String = (0..500).map(|k| format!("- item {k}\n")).collect();
+        let text = format!(
+            "{rule}\nFAIL: test_big (app.tests.T)\n{dash}\nTraceback (most recent call last):\n  File \"t.py\", line 3, in test_big\n    check()\nAssertionError: differ\n{long}{dash}\n"
+        );
+        let (kept, _) = kept_and_repeated(&text);
+        assert!(kept.contains(&"- item 0") && kept.contains(&"- item 499"));
+        assert!(!kept.contains(&"- item 250"));
     }
 
     #[test]

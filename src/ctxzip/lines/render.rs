@@ -3,24 +3,27 @@
 //! a census of what it held, so the model reading the result sees where text is missing, what kind, and which
 //! hash brings it back.
 
-use super::{FLOOR, Rec};
+use super::{FLOOR, Rec, Selection};
 use crate::ctxzip::relevance::MAX_ERROR_LINE_BYTES;
 use crate::ctxzip::summary::Census;
 use crate::ctxzip::truncate::{LONG_LINE, shorten_to};
 use crate::ctxzip::{Ctx, Tally, Unit};
 
+/// What a dropped run of a repeated traceback's frames says in place of a census.
+const REPEATED_FRAMES: &str = " (the same stack frames as above)";
 /// Visible head of a shortened long line.
 const LINE_HEAD: usize = 200;
 /// Visible head of a shortened line when the text has at most three lines.
 const FEW_LINES_HEAD: usize = 2000;
 
-/// Renders kept lines and one marker per dropped run. `gather` (empty, or one flag per line): kept lines that may
-/// join the dropped run around them; they are shown after its marker, in their order.
+/// Renders kept lines and one marker per dropped run. With `gather`, the lines kept for the error floor alone may
+/// join the dropped run around them; they are shown after its marker, in their order. A run of only the frames of a
+/// traceback printed again says so instead of giving a census.
 pub(super) fn render(
     recs: &[Rec<'_>],
     flags: &[u8],
-    keep: &[bool],
-    gather: &[bool],
+    selection: &Selection,
+    gather: bool,
     ctx: &Ctx,
     tally: &mut Tally,
     trailing_newline: bool,
@@ -32,7 +35,9 @@ pub(super) fn render(
     } else {
         LINE_HEAD
     };
-    let gathered = |j: usize| gather.get(j).copied().unwrap_or(false);
+    let keep = &selection.keep[..];
+    let repeated = &selection.repeated[..];
+    let gathered = |j: usize| gather && selection.floor_only.get(j).copied().unwrap_or(false);
     let mut i = 0;
     while i < recs.len() {
         if keep[i] {
@@ -62,7 +67,11 @@ pub(super) fn render(
         }
         tally.add(Unit::Lines, dropped);
         out.push_str(&ctx.marker(dropped, Unit::Lines));
-        out.push_str(&census.render());
+        if (i..end).all(|k| keep[k] || repeated.get(k).copied().unwrap_or(false)) {
+            out.push_str(REPEATED_FRAMES);
+        } else {
+            out.push_str(&census.render());
+        }
         out.push('\n');
         for k in held {
             push_kept(&mut out, recs, flags, k, head_keep, ctx, tally);
