@@ -46,7 +46,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     while i < n {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
-        if t.starts_with("Traceback (most recent call last)") {
+        if opens_traceback(line) {
             let end = traceback_end(lines, i).min(n);
             let raised = end > i + 1 && is_exception_line(lines[end - 1]);
             let frames = &lines[i + 1..if raised { end - 1 } else { end }];
@@ -65,10 +65,13 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             i = end;
             if in_unittest_block {
                 // unittest prints the assertion's message after the exception line, blank lines and all, until
-                // the rule that closes the failure block: the diff a reader fixes the test from.
-                let close = (i..n).find(|&j| is_rule(lines[j])).unwrap_or(n);
+                // the rule that closes the failure block: the diff a reader fixes the test from. A chained
+                // exception (`During handling of the above exception…`) brings its own traceback, a region again.
+                let close = (i..n)
+                    .find(|&j| is_rule(lines[j]) || opens_traceback(lines[j]))
+                    .unwrap_or(n);
                 keep_span(keep, i, close, MAX_MESSAGE, MESSAGE_HEAD);
-                in_unittest_block = false;
+                in_unittest_block = close < n && opens_traceback(lines[close]);
                 i = close;
             }
             continue;
@@ -169,6 +172,12 @@ fn traceback_end(lines: &[&str], start: usize) -> usize {
         return j + 1;
     }
     j
+}
+
+/// The first line of a Python traceback.
+fn opens_traceback(line: &str) -> bool {
+    line.trim_start()
+        .starts_with("Traceback (most recent call last)")
 }
 
 /// The line that ends a Python traceback: the exception, unindented (`ValueError: …`), as [`traceback_end`] finds
@@ -387,6 +396,22 @@ mod tests {
         // Outside a unittest block the traceback ends at its exception line.
         let script = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\nValueError: x\n\nnext step\n";
         assert!(!kept_and_repeated(script).0.contains(&"next step"));
+        // A chained exception in the block: each traceback is a region of its own, whole however long.
+        let deep: String = (0..70)
+            .map(|k| format!("  File \"lib.py\", line {k}, in f{k}\n    g{k}()\n"))
+            .collect();
+        let text = format!(
+            "{rule}\nERROR: test_db (app.tests.T)\n{dash}\nTraceback (most recent call last):\n{deep}KeyError: 'x'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n{deep}  File \"t.py\", line 9, in test_db\n    load()\nValueError: y\n\n{dash}\nRan 1 test\n"
+        );
+        let (kept, _) = kept_and_repeated(&text);
+        for want in [
+            "During handling of the above exception, another exception occurred:",
+            "  File \"t.py\", line 9, in test_db",
+            "ValueError: y",
+            "  File \"lib.py\", line 35, in f35",
+        ] {
+            assert!(kept.contains(&want), "{want} not kept");
+        }
         // A huge diff keeps its head and its end.
         let long: String = (0..500).map(|k| format!("- item {k}\n")).collect();
         let text = format!(
