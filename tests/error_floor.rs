@@ -1,6 +1,7 @@
 //! What compression promises a user debugging a failure, through the running proxy: a failing test run reaches
 //! the upstream much smaller with every traceback and verdict line intact; text that only resembles a marker is
-//! left alone; the side endpoint returns whole originals; and each output is decided once per conversation — a
+//! left alone; a traceback printed again is shown once; a diff the compressor once tripped on passes; the side
+//! endpoint returns whole originals; and each output is decided once per conversation — a
 //! small saving waits until the conversation already pays for the expand tool, and a verbatim decision holds.
 #![expect(
     clippy::unwrap_used,
@@ -93,6 +94,80 @@ async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
     let verbatim = start_proxy_with(opts).await;
     assert_eq!(post(&verbatim, &body).await.status(), 200);
     assert_eq!(output_of(&sent(&mock2)[0], "t1"), log);
+}
+
+#[tokio::test]
+async fn a_traceback_printed_again_reaches_the_upstream_once_with_every_exception_line() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::from("<returncode>1</returncode>\n<output>\n");
+    for i in 0..30 {
+        log.push_str(&format!(
+            "2024-01-01 12:00:{i:02} INFO fetching batch {i}\nTraceback (most recent call last):\n"
+        ));
+        for f in 0..6 {
+            log.push_str(&format!(
+                "  File \"/usr/lib/python3/site-packages/client/session{f}.py\", line {f}00, in send{f}\n    return self.next{f}(request, **kwargs)\n"
+            ));
+        }
+        log.push_str(&format!(
+            "client.exceptions.ConnectionTimeout: attempt {i}: read timed out\n"
+        ));
+    }
+    log.push_str("</output>");
+    let body = json!({
+        "model": "mock-ok",
+        "prompt_cache_key": "floor-retries",
+        "input": [
+            {"role": "user", "content": "Why does the sync job keep failing?"},
+            {"type": "function_call", "call_id": "r1", "name": "shell", "arguments": "{\"command\":\"cat sync.log\"}"},
+            {"type": "function_call_output", "call_id": "r1", "output": log}
+        ]
+    });
+    assert_eq!(post(&proxy, &body).await.status(), 200);
+    let received = output_of(&sent(&mock)[0], "r1");
+    let errors = error_lines(&log);
+    assert_eq!(kept_lines(&errors, &received), errors.len());
+    for i in 0..30 {
+        assert!(received.contains(&format!(
+            "client.exceptions.ConnectionTimeout: attempt {i}: read timed out\n"
+        )));
+    }
+    assert!(
+        received.matches("(the same stack frames as above)").count() >= 25,
+        "{received}"
+    );
+    let mut tokens = Tokens::new();
+    let (before, after) = (tokens.count(&log), tokens.count(&received));
+    assert!(after * 2 <= before, "only {before} -> {after} tokens");
+}
+
+#[tokio::test]
+async fn a_diff_whose_hunk_has_no_file_header_is_compressed_not_dropped() {
+    // The compress fuzz target found it: a mangled `diff --git` line and no `+++` header made the diff compressor
+    // index a table of files with none in it, and the panic took the request with it.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut diff = String::from(
+        "<returncode>0</returncode>\n<output>\ndiff -oooo-git a/m.py b/m.py\n--- b/m.py\n@@ -1,200 +1,202 @@\n",
+    );
+    for i in 0..200 {
+        diff.push_str(&format!(
+            " unchanged line {i} of the module body, long enough to count\n"
+        ));
+    }
+    diff.push_str("+added one\n+added two\n</output>");
+    let body = json!({
+        "model": "mock-ok",
+        "prompt_cache_key": "floor-diff",
+        "input": [
+            {"role": "user", "content": "Show me the change."},
+            {"type": "function_call", "call_id": "d1", "name": "shell", "arguments": "{\"command\":\"git diff\"}"},
+            {"type": "function_call_output", "call_id": "d1", "output": diff}
+        ]
+    });
+    assert_eq!(post(&proxy, &body).await.status(), 200);
+    let received = output_of(&sent(&mock)[0], "d1");
+    assert!(received.contains("+added one\n+added two\n"), "{received}");
+    assert!(received.len() < diff.len());
 }
 
 #[tokio::test]

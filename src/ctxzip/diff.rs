@@ -83,7 +83,9 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     // file deleted, another added with exactly its lines) and, while the changed lines exceed the budget, the
     // hunks of lock files and generated artefacts, largest first.
     let moved = moved_files(&lines, &roles, &hunks, files.len());
-    let mut offloaded: Vec<bool> = hunks.iter().map(|h| moved[h.file].is_some()).collect();
+    // A hunk before any file header (a `---` line alone, a mangled `diff --git`) belongs to no file: not moved.
+    let moved_to = |file: usize| moved.get(file).copied().flatten();
+    let mut offloaded: Vec<bool> = hunks.iter().map(|h| moved_to(h.file).is_some()).collect();
     let changed: usize = hunks
         .iter()
         .zip(&offloaded)
@@ -139,7 +141,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             let (adds, dels) = (hunks[h].adds, hunks[h].dels);
             tally.add(Unit::Lines, i - start);
             out.push_str(&ctx.marker(i - start, Unit::Lines));
-            match moved[hunks[h].file].and_then(|other| files.get(other)) {
+            match moved_to(hunks[h].file).and_then(|other| files.get(other)) {
                 Some(other) if dels > 0 => out.push_str(&format!(" (-{dels}: moved to {other})\n")),
                 Some(other) => out.push_str(&format!(" (+{adds}: moved from {other})\n")),
                 None => out.push_str(&format!(" (+{adds} -{dels})\n")),
@@ -326,6 +328,21 @@ mod tests {
         );
         assert!(!out.contains("ctx 5"));
         assert!(out.contains("18_lines_offloaded>> (context lines trimmed)"));
+    }
+
+    #[test]
+    fn a_hunk_before_any_file_header_belongs_to_no_file() {
+        // Found by the compress fuzz target: a mangled `diff --git` line and no `+++` header, so the hunk had no
+        // file and indexing the per-file table panicked.
+        let mut d = String::from("diff -oooo-git a/m.py b/m.py\n--- b/m.py\n@@ -1,40 +1,42 @@\n");
+        for i in 0..40 {
+            d.push_str(&format!(" unchanged line {i} of the module body\n"));
+        }
+        d.push_str("+added one\n+added two\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&d, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains("+added one\n+added two"), "{out}");
+        assert!(out.len() < d.len());
     }
 
     #[test]

@@ -120,7 +120,19 @@ impl CompressStage {
             notes: by_kind == ByKind::Notes,
         };
         let own = by_kind != ByKind::No;
-        let compressed = ctxzip::compress_in_context((text, hash), &options, own, repeats)?;
+        let made =
+            unless_panicked(|| ctxzip::compress_in_context((text, hash), &options, own, repeats));
+        let Some(compressed) = made else {
+            tracing::error!(
+                request_id = %ctx.request_id,
+                hash,
+                bytes = text.len(),
+                "a compressor panicked on this text (the message is above); the text goes verbatim"
+            );
+            self.skipped("compressor_panic");
+            return None;
+        };
+        let compressed = compressed?;
         Some(Fresh {
             form_key,
             before: ctxzip::estimate_tokens(text) as u64,
@@ -276,5 +288,27 @@ impl CompressStage {
         }
         self.records
             .touch_later(due, tenant, Some(now + ttl + slack), "an original's expiry");
+    }
+}
+
+/// Runs a compressor, `None` if it panicked. The compressors are pure functions of their input, so a panic in one
+/// leaves nothing half-changed behind: the text can go verbatim and the request go on, instead of the connection
+/// dropping with the request (a compressor bug must never cost a user a turn).
+fn unless_panicked<T>(compress: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(compress)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unless_panicked;
+
+    #[test]
+    #[allow(clippy::panic)]
+    fn a_compressor_that_panics_gives_none_and_the_caller_goes_on() {
+        assert_eq!(unless_panicked(|| Some(3)), Some(Some(3)));
+        let panicked: Option<Option<u8>> = unless_panicked(|| panic!("a compressor bug"));
+        assert_eq!(panicked, None);
+        // The thread is still usable afterwards.
+        assert_eq!(unless_panicked(|| 1 + 1), Some(2));
     }
 }
