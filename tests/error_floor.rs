@@ -23,6 +23,31 @@ fn sent(mock: &MockHandle) -> Vec<Value> {
     turn_requests(mock)
 }
 
+/// A first turn whose one tool call (`command`) printed `output`: the body, for a conversation named `key`.
+fn one_output_turn(key: &str, task: &str, command: &str, output: &str) -> Value {
+    json!({
+        "model": "mock-ok",
+        "prompt_cache_key": key,
+        "input": [
+            {"role": "user", "content": task},
+            {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": json!({"command": command}).to_string()},
+            {"type": "function_call_output", "call_id": "c1", "output": output}
+        ]
+    })
+}
+
+/// Sends [`one_output_turn`] through `proxy` and returns the output as the upstream received it.
+async fn output_received(
+    mock: &MockHandle,
+    proxy: &Proxy,
+    (key, task, command): (&str, &str, &str),
+    output: &str,
+) -> String {
+    let body = one_output_turn(key, task, command, output);
+    assert_eq!(post(proxy, &body).await.status(), 200);
+    output_of(sent(mock).last().unwrap(), "c1")
+}
+
 /// A pytest run of a few hundred KB: thousands of passing tests, two failures with tracebacks and assertion
 /// explanations, a crash traceback in the middle, and the summary.
 fn failing_pytest_log() -> String {
@@ -56,17 +81,8 @@ async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
     let (mock, proxy) = mock_and_proxy().await;
     let log = failing_pytest_log();
     assert!(log.len() > 300_000);
-    let body = json!({
-        "model": "mock-ok",
-        "prompt_cache_key": "floor-pytest",
-        "input": [
-            {"role": "user", "content": "Make the date tests pass."},
-            {"type": "function_call", "call_id": "t1", "name": "shell", "arguments": "{\"command\":\"pytest tests\"}"},
-            {"type": "function_call_output", "call_id": "t1", "output": log}
-        ]
-    });
-    assert_eq!(post(&proxy, &body).await.status(), 200);
-    let received = output_of(&sent(&mock)[0], "t1");
+    let turn = ("floor-pytest", "Make the date tests pass.", "pytest tests");
+    let received = output_received(&mock, &proxy, turn, &log).await;
     // Every error line, every traceback line and the verdict.
     let errors = error_lines(&log);
     assert!(errors.len() > 10);
@@ -92,8 +108,7 @@ async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
     let mut opts = ProxyOptions::new(&mock_url(&mock2));
     opts.raw.compress.failures = Some("verbatim".into());
     let verbatim = start_proxy_with(opts).await;
-    assert_eq!(post(&verbatim, &body).await.status(), 200);
-    assert_eq!(output_of(&sent(&mock2)[0], "t1"), log);
+    assert_eq!(output_received(&mock2, &verbatim, turn, &log).await, log);
 }
 
 #[tokio::test]
@@ -114,17 +129,12 @@ async fn a_traceback_printed_again_reaches_the_upstream_once_with_every_exceptio
         ));
     }
     log.push_str("</output>");
-    let body = json!({
-        "model": "mock-ok",
-        "prompt_cache_key": "floor-retries",
-        "input": [
-            {"role": "user", "content": "Why does the sync job keep failing?"},
-            {"type": "function_call", "call_id": "r1", "name": "shell", "arguments": "{\"command\":\"cat sync.log\"}"},
-            {"type": "function_call_output", "call_id": "r1", "output": log}
-        ]
-    });
-    assert_eq!(post(&proxy, &body).await.status(), 200);
-    let received = output_of(&sent(&mock)[0], "r1");
+    let turn = (
+        "floor-retries",
+        "Why does the sync job keep failing?",
+        "cat sync.log",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
     let errors = error_lines(&log);
     assert_eq!(kept_lines(&errors, &received), errors.len());
     for i in 0..30 {
@@ -155,17 +165,8 @@ async fn a_diff_whose_hunk_has_no_file_header_is_compressed_not_dropped() {
         ));
     }
     diff.push_str("+added one\n+added two\n</output>");
-    let body = json!({
-        "model": "mock-ok",
-        "prompt_cache_key": "floor-diff",
-        "input": [
-            {"role": "user", "content": "Show me the change."},
-            {"type": "function_call", "call_id": "d1", "name": "shell", "arguments": "{\"command\":\"git diff\"}"},
-            {"type": "function_call_output", "call_id": "d1", "output": diff}
-        ]
-    });
-    assert_eq!(post(&proxy, &body).await.status(), 200);
-    let received = output_of(&sent(&mock)[0], "d1");
+    let turn = ("floor-diff", "Show me the change.", "git diff");
+    let received = output_received(&mock, &proxy, turn, &diff).await;
     assert!(received.contains("+added one\n+added two\n"), "{received}");
     assert!(received.len() < diff.len());
 }
@@ -197,14 +198,7 @@ async fn forwarded(mock: &MockHandle, proxy: &Proxy, body: &str) -> bytes::Bytes
 async fn the_side_endpoint_returns_the_whole_original() {
     let (_mock, proxy) = mock_and_proxy().await;
     let log = failing_pytest_log();
-    let body = json!({
-        "model": "mock-ok",
-        "input": [
-            {"role": "user", "content": "Run the tests."},
-            {"type": "function_call", "call_id": "t1", "name": "shell", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "t1", "output": log}
-        ]
-    });
+    let body = one_output_turn("floor-side", "Run the tests.", "pytest", &log);
     assert_eq!(post(&proxy, &body).await.status(), 200);
     let hash = ctxgate::ctxzip::hash_of(&log);
     let get = |q: &'static str| {
