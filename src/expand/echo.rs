@@ -117,22 +117,14 @@ impl<'a> ResponseEcho<'a> {
 
 /// The event's `data` with the echoed tool and directive taken out of the `response` object `echo` was read
 /// from (`data` is the bytes it was read from); `None` when nothing had to change. The splice is remembered per
-/// thread, as for [`client_view`]: every stream of a conversation echoes the same members. Bytes that are not
-/// UTF-8 (which the event's reader did not check) come out as U+FFFD: the echo is taken out whatever else the
-/// event holds.
+/// thread, as for [`client_view`]: every stream of a conversation echoes the same members. Every other byte stays
+/// as it came, UTF-8 or not (the event's reader did not check it), as in an event relayed untouched.
 pub(crate) fn strip_echo(
     data: &[u8],
     echo: &ResponseEcho<'_>,
     expand_tool: &str,
-) -> Option<String> {
-    let restored =
-        with_thread_cache(|cache| client_view_cached(data, &echo.echo, expand_tool, cache))?;
-    Some(event_text(restored))
-}
-
-/// An event's data as text; bytes that are not UTF-8 come out as U+FFFD.
-pub(crate) fn event_text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+) -> Option<Vec<u8>> {
+    with_thread_cache(|cache| client_view_cached(data, &echo.echo, expand_tool, cache))
 }
 
 /// An SSE event's `response` member, if any.

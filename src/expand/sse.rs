@@ -287,33 +287,44 @@ fn decode(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 /// (any of `\r\n`, `\r`, `\n` splits, as a client would split them). A line break
 /// inside `event` would corrupt the framing, so the name is cut there.
 pub fn encode(event: Option<&str>, data: &str) -> Bytes {
-    let mut out = String::with_capacity(data.len() + 48);
+    encode_bytes(event, data.as_bytes())
+}
+
+/// [`encode`] for data that is bytes: an upstream event relayed with only the echo taken out keeps every other
+/// byte as it came, UTF-8 or not, like the events relayed untouched.
+pub fn encode_bytes(event: Option<&str>, data: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(data.len() + 48);
     if let Some(name) = event {
         let name = name.split(['\r', '\n']).next().unwrap_or_default();
-        out.push_str("event: ");
-        out.push_str(name);
-        out.push('\n');
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'\n');
     }
-    if memchr::memchr2(b'\n', b'\r', data.as_bytes()).is_none() {
+    if memchr::memchr2(b'\n', b'\r', data).is_none() {
         // One line (every JSON event ctxgate writes): no splitting.
-        out.push_str("data: ");
-        out.push_str(data);
-        out.push_str("\n\n");
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\n\n");
         return Bytes::from(out);
     }
-    let normalized;
-    let data = if data.contains('\r') {
-        normalized = data.replace("\r\n", "\n");
-        normalized.as_str()
-    } else {
-        data
-    };
-    for line in data.split(['\r', '\n']) {
-        out.push_str("data: ");
-        out.push_str(line);
-        out.push('\n');
+    let mut rest = data;
+    loop {
+        let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(&rest[..end]);
+        out.push(b'\n');
+        if end == rest.len() {
+            break;
+        }
+        // `\r\n` is one break.
+        let skip = if rest[end..].starts_with(b"\r\n") {
+            2
+        } else {
+            1
+        };
+        rest = &rest[end + skip..];
     }
-    out.push('\n');
+    out.push(b'\n');
     Bytes::from(out)
 }
 
@@ -449,5 +460,12 @@ mod tests {
         assert_eq!(ev[0].data(), "a\nb\nc\nd");
         assert_eq!(&encode(None, "")[..], b"data: \n\n");
         assert_eq!(&encode(Some("x\ny"), " z")[..], b"event: x\ndata:  z\n\n");
+        // Breaks at the end, a lone `\r` before `\r\n`, and bytes that are not UTF-8, kept as they are.
+        assert_eq!(&encode(None, "a\r\n")[..], b"data: a\ndata: \n\n");
+        assert_eq!(&encode(None, "\r\r\n")[..], b"data: \ndata: \ndata: \n\n");
+        assert_eq!(
+            &encode_bytes(Some("t"), b"{\"m\":\"a\xffb\"}")[..],
+            b"event: t\ndata: {\"m\":\"a\xffb\"}\n\n"
+        );
     }
 }

@@ -99,15 +99,15 @@ pub(super) struct LastResponse {
 
 impl LastResponse {
     /// The response at `span` of `data`, given the event's stripped data (`None`: unchanged). `None` when the
-    /// stripped data does not keep the bytes around the response as they were (bytes that are not UTF-8 come out
-    /// changed): such a response is read afresh each time.
-    fn new(data: &[u8], span: Range<usize>, stripped_data: Option<&str>) -> Option<LastResponse> {
+    /// stripped data does not keep the bytes around the response as they were (the splice stays inside the
+    /// response object, so it always does; checked rather than assumed): such a response is read afresh each time.
+    fn new(data: &[u8], span: Range<usize>, stripped_data: Option<&[u8]>) -> Option<LastResponse> {
         let (head, bytes, tail) = (
             data.get(..span.start)?,
             data.get(span.clone())?,
             data.get(span.end..)?,
         );
-        let stripped = match stripped_data.map(str::as_bytes) {
+        let stripped = match stripped_data {
             None => None,
             Some(out) if out.starts_with(head) && out.ends_with(tail) => Some(
                 out.get(head.len()..out.len().checked_sub(tail.len())?)?
@@ -123,13 +123,13 @@ impl LastResponse {
 
     /// The data of an event whose response at `span` is this one, as the client must see it; `None` when nothing
     /// had to change.
-    fn splice(&self, data: &[u8], span: Range<usize>) -> Option<String> {
+    fn splice(&self, data: &[u8], span: Range<usize>) -> Option<Vec<u8>> {
         let stripped = self.stripped.as_ref()?;
         let mut out = Vec::with_capacity(data.len());
         out.extend_from_slice(data.get(..span.start)?);
         out.extend_from_slice(stripped);
         out.extend_from_slice(data.get(span.end..)?);
-        Some(echo::event_text(out))
+        Some(out)
     }
 }
 
@@ -242,7 +242,7 @@ impl Stitcher {
             self.seq_known = true;
         }
         let bytes = match stripped {
-            Some(data) => sse::encode(event.event().as_deref(), &data),
+            Some(data) => sse::encode_bytes(event.event().as_deref(), &data),
             None => event.raw,
         };
         match terminal {
