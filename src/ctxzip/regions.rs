@@ -5,9 +5,9 @@
 //! passing tests: a Python traceback from its `Traceback` line to the exception, a pytest failure block's
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
-//! the diff of what was expected and what came), test-runner section and summary lines. Everything else — progress dots, `PASSED` lines, install
-//! and collection chatter — may go behind a marker; the error floor and the head and tail of the run are kept by
-//! the line engine around this.
+//! the diff of what was expected and what came), test-runner section and summary lines. Everything else —
+//! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
+//! head and tail of the run are kept by the line engine around this.
 //!
 //! A traceback printed again with the same frames (a retry loop, a logger that reports each failed attempt) says
 //! nothing new but its exception line: the first copy is kept whole, a later one keeps its header and exception
@@ -47,8 +47,8 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
         if opens_traceback(line) {
-            let end = traceback_end(lines, i).min(n);
-            let raised = end > i + 1 && is_exception_line(lines[end - 1]);
+            let (end, raised) = traceback_end(lines, i);
+            let (end, raised) = (end.min(n), raised && end <= n);
             let frames = &lines[i + 1..if raised { end - 1 } else { end }];
             if frames.is_empty() || frames_seen.insert(frames) {
                 keep_span(keep, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
@@ -159,8 +159,9 @@ pub(crate) fn warnings_summary_rest(lines: &[&str]) -> Option<std::ops::Range<us
     (i < end).then_some(rest..end)
 }
 
-/// One past the exception line that ends the traceback starting at `start`.
-fn traceback_end(lines: &[&str], start: usize) -> usize {
+/// One past the last line of the traceback starting at `start`, and whether that line is its exception: the
+/// first unindented line after the frames (`ValueError: …`). A traceback cut off before it ends on a frame.
+fn traceback_end(lines: &[&str], start: usize) -> (usize, bool) {
     let mut j = start + 1;
     while j < lines.len() {
         let l = lines[j].trim_end_matches('\r');
@@ -168,23 +169,15 @@ fn traceback_end(lines: &[&str], start: usize) -> usize {
             j += 1;
             continue;
         }
-        // The first unindented line after the frames is the exception (`ValueError: …`).
-        return j + 1;
+        return (j + 1, true);
     }
-    j
+    (j, false)
 }
 
 /// The first line of a Python traceback.
 fn opens_traceback(line: &str) -> bool {
     line.trim_start()
         .starts_with("Traceback (most recent call last)")
-}
-
-/// The line that ends a Python traceback: the exception, unindented (`ValueError: …`), as [`traceback_end`] finds
-/// it; a traceback cut off before it ends on a frame instead.
-fn is_exception_line(line: &str) -> bool {
-    let l = line.trim_end_matches('\r');
-    !l.is_empty() && !l.starts_with(' ') && !l.starts_with('\t')
 }
 
 /// Keeps `start..end`, or its first `head` and last `cap - head` lines when longer than `cap`.
