@@ -7,6 +7,7 @@
 
 use super::Kind;
 use super::jscan;
+use super::lines;
 use super::relevance::is_error_line;
 
 const SAMPLE_HEAD: usize = 300;
@@ -51,7 +52,11 @@ pub fn detect(text: &str) -> Kind {
     {
         return Kind::Code;
     }
-    if f.log * 100 >= f.nonempty * 15 || f.errors >= 2.max(f.nonempty / 50) {
+    // A table of records with error words in some rows (`failed` orders, pods in `Error`) is still a table: the
+    // log compressor's context around each error line would keep their neighbours for nothing.
+    if (f.log * 100 >= f.nonempty * 15 || f.errors >= 2.max(f.nonempty / 50))
+        && !lines::is_table(text, f.nonempty, f.log)
+    {
         return Kind::Log;
     }
     Kind::Lines
@@ -357,6 +362,44 @@ mod tests {
         assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
         let events = "{\"Action\":\"run\",\"Test\":\"A\"}\n{\"Action\":\"pass\",\"Test\":\"A\"}\n{\"Action\":\"run\",\"Test\":\"B\"}\n";
         assert_eq!(detect(events), Kind::JsonLines);
+    }
+
+    /// Rows with error words (`failed` orders, pods in `Error`) do not make a table a log; a log whose lines have
+    /// the same number of words, and a numbered file view (`nl -ba`: one tab per line), are not tables.
+    #[test]
+    fn a_table_with_error_rows_is_a_table() {
+        let csv: String = std::iter::once("id,customer,amount,status\n".to_owned())
+            .chain((0..60).map(|i| {
+                let status = if i % 7 == 3 { "failed" } else { "paid" };
+                format!("{i},customer{i},{}.50,{status}\n", i * 3)
+            }))
+            .collect();
+        assert_eq!(detect(&csv), Kind::Lines);
+        let tsv = csv.replace(',', "\t");
+        assert_eq!(detect(&tsv), Kind::Lines);
+        let pods: String = std::iter::once("NAME READY STATUS RESTARTS AGE\n".to_owned())
+            .chain((0..40).map(|i| {
+                let status = if i % 9 == 4 { "Error" } else { "Running" };
+                format!("api-{i:04x} 1/1 {status} {} {i}d\n", i % 5)
+            }))
+            .collect();
+        assert_eq!(detect(&pods), Kind::Lines);
+        // The same rows with a timestamp in front are a log, each line a moment of one run.
+        let log: String = (0..40)
+            .map(|i| {
+                format!(
+                    "2026-11-30T10:00:{i:02}Z worker-{i} batch {} failed\n",
+                    i % 5
+                )
+            })
+            .collect();
+        assert_eq!(detect(&log), Kind::Log);
+        let view: String = (1..60)
+            .map(|i| format!("{i:6}\t    raise ValueError(\"bad value {i}\")  # error path\n"))
+            .collect();
+        assert!(!lines::is_delimited_table(&view));
+        let grep_of_view = view.replace("     ", "12:  ");
+        assert!(!lines::is_delimited_table(&grep_of_view));
     }
 
     #[test]

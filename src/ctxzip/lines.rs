@@ -103,8 +103,61 @@ const MAX_WARNING_LINES: usize = 32;
 const CHEAP_GAP: usize = 100;
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
-    let p = if is_listing(text) { &PATHS } else { &PLAIN };
+    let p = if is_listing(text) || is_delimited_table(text) {
+        &PATHS
+    } else {
+        &PLAIN
+    };
     compress_with(text, ctx, p, tally)
+}
+
+/// Whether `text` is a table of records (`kubectl get`, `docker ps -a`, `ps aux`, CSV and TSV dumps): a
+/// [`listing`](is_listing) that is not a log, or a [delimited](is_delimited_table) one. Each row stands on its
+/// own, so a row with an error word (a `failed` status, a pod in `Error`) needs no neighbours as context: the
+/// error floor keeps it, and the rows around it may go behind the marker like any others. `log_like` is how
+/// many of the `lines` sampled lines read as log lines (timestamps, levels): a log whose lines happen to have
+/// the same number of words is still a story told in order.
+pub(crate) fn is_table(text: &str, lines: usize, log_like: usize) -> bool {
+    lines >= 20 && (is_delimited_table(text) || log_like * 100 < lines * 15 && is_listing(text))
+}
+
+/// Whether `text` is delimiter-separated records: at least 20 non-empty lines in the first 300, and 9 in 10 of
+/// them with the same number of commas (2 or more) or of tabs (1 or more) — a CSV or TSV dump, header included.
+/// Quoted commas inside a field make a row differ; a few such rows stay under the tenth allowed.
+pub(crate) fn is_delimited_table(text: &str) -> bool {
+    const MAX: usize = 64;
+    let mut lines = 0usize;
+    let mut commas = [0usize; MAX + 1];
+    let mut tabs = [0usize; MAX + 1];
+    for line in text.split('\n').take(300) {
+        let t = line.trim_end_matches('\r');
+        if t.trim().is_empty() {
+            continue;
+        }
+        lines += 1;
+        if is_numbered(t) {
+            // A numbered file view (`nl -ba`, `cat -n`, grep over one: `746:   746\t…`) is a source view,
+            // whatever its tab says.
+            continue;
+        }
+        let (c, tb) = t.bytes().fold((0usize, 0usize), |(c, tb), b| {
+            (c + usize::from(b == b','), tb + usize::from(b == b'\t'))
+        });
+        if let Some(n) = commas.get_mut(c) {
+            *n += 1;
+        }
+        if let Some(n) = tabs.get_mut(tb) {
+            *n += 1;
+        }
+    }
+    let rows = commas
+        .iter()
+        .skip(2)
+        .chain(tabs.iter().skip(1))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    lines >= 20 && rows * 10 >= lines * 9
 }
 
 /// Whether `text` is a listing: at least 20 non-empty lines in the first 300, and 9 in 10 of them entries — a
@@ -136,6 +189,17 @@ pub(crate) fn is_listing(text: &str) -> bool {
     }
     let rows = columns.iter().copied().max().unwrap_or(0);
     lines >= 20 && (words + rows) * 10 >= lines * 9
+}
+
+/// Whether the text before `line`'s first tab is a line number (digits, with the spaces, `:` and `-` of `nl`
+/// and of grep's prefixes around it).
+fn is_numbered(line: &str) -> bool {
+    line.split_once('\t').is_some_and(|(before, _)| {
+        before.bytes().any(|b| b.is_ascii_digit())
+            && before
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b' ' | b':' | b'-'))
+    })
 }
 
 /// A run of identical consecutive lines.

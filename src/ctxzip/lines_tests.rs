@@ -133,6 +133,34 @@ fn a_listing_gathers_its_error_named_paths_after_one_marker() {
     assert!(!is_listing("src/a.py\nsrc/b.py\n"));
 }
 
+/// A table's rows stand on their own: a row kept for an error word brings no neighbours, and the rows kept for
+/// the floor are shown together after one marker, in their order.
+#[test]
+fn a_table_keeps_its_error_rows_without_neighbours() {
+    let mut csv = String::from("id,created_at,customer,amount,status\n");
+    for i in 0..300 {
+        let status = if i % 10 == 7 { "failed" } else { "paid" };
+        csv.push_str(&format!(
+            "{},2026-11-{:02}T10:00:00Z,customer{i},{}.25,{status}\n",
+            1000 + i,
+            1 + i % 28,
+            i * 7
+        ));
+    }
+    assert!(is_delimited_table(&csv));
+    let out = compress(&csv, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+    let failed: Vec<&str> = csv.lines().filter(|l| l.ends_with(",failed")).collect();
+    for row in &failed {
+        assert!(out.lines().any(|l| l == *row), "{row} missing:\n{out}");
+    }
+    // The header and the head rows, then one marker with the failed rows after it, then the tail.
+    assert!(out.starts_with("id,created_at,customer,amount,status\n"));
+    assert_eq!(find_markers(&out).len(), 1, "{out}");
+    let shown = out.lines().count();
+    assert!(shown < PATHS.head + PATHS.tail + failed.len() + 3, "{out}");
+    assert!(out.len() * 3 < csv.len());
+}
+
 #[test]
 fn a_query_term_on_every_line_picks_none_of_them() {
     // The searched word is on every line; `flaky` singles one line out.
