@@ -387,6 +387,19 @@ fn select(
         keep[i] = true;
         other[i] = true;
     }
+    // A finding kept under a file's header (ESLint's default output, stylelint, remark, RuboCop) says where it
+    // is only with that header: `  87:20  error  Missing semicolon` alone names no file.
+    for (i, header) in group_headers(recs).into_iter().enumerate() {
+        if let Some(h) = header
+            && keep[i]
+            && flags[i] & (ERROR | FLOOR) != 0
+        {
+            keep[h] = true;
+            other[h] = true;
+            // The row stays under its header rather than being gathered after a marker.
+            other[i] = true;
+        }
+    }
     let floor_only: Vec<bool> = (0..n).map(|i| keep[i] && !other[i]).collect();
     // Lines the render may gather behind a marker do not end a gap.
     let open = |keep: &[bool], i: usize| !keep[i] || (p.gather_floor && floor_only[i]);
@@ -415,6 +428,48 @@ fn select(
         floor_only,
         repeated,
     }
+}
+
+/// The header of the group each record stands in, in reports that list findings under the file they belong to:
+/// a path alone on an unindented line (`src/app.js`, RuboCop's `== app/user.rb ==`), then the file's findings
+/// indented under it. `None` for a record outside such a group (an unindented line that is no path ends one; a
+/// blank line does not, ESLint separates files with one).
+fn group_headers(recs: &[Rec<'_>]) -> Vec<Option<usize>> {
+    let mut current = None;
+    recs.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let text = r.text.trim_end_matches('\r');
+            if text.trim().is_empty() {
+                return None;
+            }
+            if text.starts_with([' ', '\t']) {
+                return current;
+            }
+            current = is_path_header(text).then_some(i);
+            None
+        })
+        .collect()
+}
+
+/// Whether an unindented line is a path alone (a group header of [`group_headers`]).
+fn is_path_header(line: &str) -> bool {
+    let t = line.trim_end();
+    let t = t
+        .strip_prefix("== ")
+        .and_then(|t| t.strip_suffix(" =="))
+        .unwrap_or(t);
+    let extension = t.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=5).contains(&ext.len())
+            && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+            && ext.bytes().any(|b| b.is_ascii_alphabetic())
+    });
+    !t.is_empty()
+        && t.len() <= LONG_LINE
+        && !t.contains(char::is_whitespace)
+        && !t.contains(['<', '>'])
+        && (t.contains('/') || t.contains('\\') || extension)
 }
 
 /// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a

@@ -161,6 +161,57 @@ fn a_table_keeps_its_error_rows_without_neighbours() {
     assert!(out.len() * 3 < csv.len());
 }
 
+/// A finding kept under a file's header (ESLint's default output) keeps that header: the row alone names no
+/// file, and the marker before it may hold the file's other findings or other files.
+#[test]
+fn a_finding_kept_under_a_file_header_keeps_the_header() {
+    let mut text = String::new();
+    let mut errors = Vec::new();
+    for f in 0..80 {
+        let path = format!("/home/user/app/src/module{f}/view{f}.js");
+        text.push_str(&format!("{path}\n"));
+        for r in 0..6 {
+            if f % 9 == 4 && r == 3 {
+                let row = format!("  {}:{f}  error  Missing semicolon  semi", 10 + r);
+                errors.push((path.clone(), row.clone()));
+                text.push_str(&format!("{row}\n"));
+            } else {
+                text.push_str(&format!(
+                    "  {}:{}  warning  Unexpected console statement  no-console\n",
+                    10 + r,
+                    f
+                ));
+            }
+        }
+        text.push('\n');
+    }
+    text.push_str("\u{2716} 480 problems (9 errors, 471 warnings)\n");
+    let out = compress(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+    let lines: Vec<&str> = out.lines().collect();
+    for (path, row) in &errors {
+        let at = lines.iter().position(|l| l == row);
+        let at = at.unwrap_or_else(|| panic!("{row} missing:\n{out}"));
+        let header = lines[..at]
+            .iter()
+            .rev()
+            .find(|l| !l.starts_with(' ') && !l.is_empty() && find_markers(l).is_empty());
+        assert_eq!(header, Some(&path.as_str()), "{row}:\n{out}");
+    }
+    assert!(out.len() * 2 < text.len());
+    assert!(is_path_header("src/app.js"));
+    assert!(is_path_header("== app/models/user.rb =="));
+    assert!(is_path_header("README.md"));
+    for not in [
+        "</testsuite>",
+        "   Compiling foo v1",
+        "----------",
+        "v1.2.3",
+        "done.",
+    ] {
+        assert!(!is_path_header(not), "{not}");
+    }
+}
+
 #[test]
 fn a_query_term_on_every_line_picks_none_of_them() {
     // The searched word is on every line; `flaky` singles one line out.
