@@ -190,7 +190,8 @@ fn a_finding_kept_under_a_file_header_keeps_the_header() {
     let lines: Vec<&str> = out.lines().collect();
     for (path, row) in &errors {
         let at = lines.iter().position(|l| l == row);
-        let at = at.unwrap_or_else(|| panic!("{row} missing:\n{out}"));
+        assert!(at.is_some(), "{row} missing:\n{out}");
+        let at = at.unwrap_or_default();
         let header = lines[..at]
             .iter()
             .rev()
