@@ -24,6 +24,9 @@ pub(crate) fn shorten(line: &str, ctx: &Ctx, tally: &mut Tally) -> String {
 
 /// Like [`shorten`] with an explicit head size (single-line inputs show a larger head).
 pub(crate) fn shorten_to(line: &str, head_keep: usize, ctx: &Ctx, tally: &mut Tally) -> String {
+    if let Some(head) = blob_head(line) {
+        return shorten_blob(line, head, ctx, tally);
+    }
     if line.len() <= head_keep + 2 * WINDOW {
         return line.to_string();
     }
@@ -93,6 +96,47 @@ pub(crate) fn shorten_to(line: &str, head_keep: usize, ctx: &Ctx, tally: &mut Ta
     out
 }
 
+/// An encoded blob shorter than this is shown whole.
+const BLOB_MIN: usize = 256;
+/// Characters of an encoded blob's payload that stay visible: enough to tell one blob from another.
+const BLOB_HEAD: usize = 32;
+
+/// Where the visible head of an encoded blob ends: a base64 or hex payload of at least [`BLOB_MIN`] characters
+/// and nothing else (a `data:…;base64,` prefix allowed, and kept) — a notebook's `image/png` output, an inline
+/// image in an HTML page, a serialized key or archive. None of its characters means anything to a reader, and
+/// base64 costs a token per two or three characters, so only its first [`BLOB_HEAD`] stay, then the marker.
+/// `None` for anything else (a minified script, a long URL, prose without spaces have other characters).
+fn blob_head(line: &str) -> Option<usize> {
+    let payload_at = match line.strip_prefix("data:") {
+        Some(rest) => {
+            let comma = rest.find(',')?;
+            let mime = &rest[..comma];
+            if mime.len() > 100 || mime.contains(char::is_whitespace) {
+                return None;
+            }
+            "data:".len() + comma + 1
+        }
+        None => 0,
+    };
+    let payload = line.as_bytes().get(payload_at..)?;
+    let encoded = payload
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'));
+    (payload.len() >= BLOB_MIN && encoded).then_some(payload_at + BLOB_HEAD)
+}
+
+/// `line`, an encoded blob ([`blob_head`]), as its first `head` bytes and a marker.
+fn shorten_blob(line: &str, head: usize, ctx: &Ctx, tally: &mut Tally) -> String {
+    let head = floor_boundary(line, head);
+    let dropped = line[head..].chars().count();
+    let mut out = String::with_capacity(head + 48);
+    out.push_str(&line[..head]);
+    out.push_str(" … ");
+    out.push_str(&ctx.marker(dropped, Unit::Chars));
+    tally.add(Unit::Chars, dropped);
+    out
+}
+
 /// Largest char boundary ≤ `i`.
 pub(crate) fn floor_boundary(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
@@ -126,5 +170,32 @@ mod tests {
         assert!(s.contains("ERROR here"));
         assert_eq!(find_markers(&s).len(), 1);
         assert_eq!(shorten("short", &ctx, &mut t), "short");
+    }
+
+    /// A base64 payload keeps a few characters, not the 200 of a line's head; a line that only looks dense (a
+    /// minified script, a URL) is shortened as any line.
+    #[test]
+    fn an_encoded_blob_keeps_only_a_short_head() {
+        let ctx = Ctx::new("abcdefabcdef".into(), &Options::default());
+        let mut t = Tally::default();
+        let png: String = (0..3000u32)
+            .map(|i| {
+                char::from(
+                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                        [(i * 7 % 64) as usize],
+                )
+            })
+            .collect();
+        for blob in [png.clone(), format!("data:image/png;base64,{png}")] {
+            let s = shorten(&blob, &ctx, &mut t);
+            assert!(s.len() < 120, "{s}");
+            assert!(blob.starts_with(s.split(" … ").next().unwrap_or_default()));
+            assert_eq!(find_markers(&s).len(), 1);
+        }
+        let script = "function a(b){return b.map(function(c){return c*2})};".repeat(60);
+        let s = shorten(&script, &ctx, &mut t);
+        assert!(s.len() > HEAD_KEEP && s.len() < script.len());
+        assert_eq!(blob_head(&png[..BLOB_MIN - 1]), None);
+        assert_eq!(blob_head("data:text/plain, hello"), None);
     }
 }
