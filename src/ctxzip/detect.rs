@@ -304,7 +304,7 @@ const LOG_WORDS: [&str; 24] = [
     "Setting",
 ];
 
-fn is_log_like(line: &str) -> bool {
+pub(crate) fn is_log_like(line: &str) -> bool {
     let t = line.trim_start();
     let first = t
         .split([' ', '\t', ':', ']'])

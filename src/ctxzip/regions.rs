@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 
-use super::detect::search_prefix;
+use super::detect::{is_log_like, search_prefix};
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
@@ -33,6 +33,11 @@ const SHORT_ENTRIES_TAIL: usize = 3;
 /// can run to thousands of lines; its head shows where they first differ.
 const MAX_MESSAGE: usize = 80;
 const MESSAGE_HEAD: usize = 60;
+/// The lines after an exception line outside a unittest block (a message of several lines) kept up to this
+/// many, its first `MORE_MESSAGE_HEAD` and the rest from its end: without a rule to close it, what follows the
+/// message may be the next command's output, which needs no keeping.
+const MAX_MORE_MESSAGE: usize = 30;
+const MORE_MESSAGE_HEAD: usize = 20;
 
 /// Marks the lines of every error region in `lines` as kept, and as `repeated` the frames of a traceback printed
 /// again: no other line's context reaches into them (a `retrying…` warning above would otherwise keep them).
@@ -63,6 +68,14 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
                     .for_each(|r| *r = true);
             }
             i = end;
+            if raised && !in_unittest_block {
+                // A message of several lines (pydantic's `ValidationError` lists each field and its error on the
+                // lines after the exception line, Django's `ImproperlyConfigured` adds a hint) is part of the
+                // exception: it runs until a blank line or whatever starts something else.
+                let close = (i..n).find(|&j| !continues_message(lines, j)).unwrap_or(n);
+                keep_span(keep, i, close, MAX_MORE_MESSAGE, MORE_MESSAGE_HEAD);
+                i = close;
+            }
             if in_unittest_block {
                 // unittest prints the assertion's message after the exception line, blank lines and all, until
                 // the rule that closes the failure block: the diff a reader fixes the test from. A chained
@@ -172,6 +185,40 @@ fn traceback_end(lines: &[&str], start: usize) -> (usize, bool) {
         return (j + 1, true);
     }
     (j, false)
+}
+
+/// Whether line `j`, after an exception line or a line of its message, continues that message: an indented
+/// line (pydantic's error under each field, a hint), or an unindented one an indented line follows (the field's
+/// name above its error). An unindented line on its own — the next command's output — is not the message's,
+/// nor is anything [`ends_message`] names.
+fn continues_message(lines: &[&str], j: usize) -> bool {
+    let Some(line) = lines.get(j).map(|l| l.trim_end_matches('\r')) else {
+        return false;
+    };
+    let indented = |l: &str| l.starts_with([' ', '\t']) && !l.trim().is_empty();
+    !ends_message(line)
+        && (indented(line)
+            || lines
+                .get(j + 1)
+                .is_some_and(|next| indented(next.trim_end_matches('\r'))))
+}
+
+/// Whether `line` ends the message of an exception that printed more than one line: a blank line, another
+/// traceback or a chained exception's `During handling…`/`The above exception…` line, a section banner or rule,
+/// a log line (timestamp, level), a shell's trace (`+ git checkout`) or prompt, or the markup an agent harness
+/// wraps an output in (`</output>`).
+fn ends_message(line: &str) -> bool {
+    let t = line.trim_start();
+    t.is_empty()
+        || opens_traceback(line)
+        || t.starts_with("During handling of the above exception")
+        || t.starts_with("The above exception was the direct cause")
+        || is_banner(line)
+        || is_rule(line)
+        || line.starts_with("+ ")
+        || line.starts_with("$ ")
+        || line.starts_with('<')
+        || is_log_like(line)
 }
 
 /// The first line of a Python traceback.
@@ -302,6 +349,50 @@ mod tests {
                 "KeyError: 'k'"
             ]
         );
+    }
+
+    /// An exception whose message runs over several lines (pydantic lists each field and its error) keeps them
+    /// all; the message ends at a blank line, a log line or the harness's markup.
+    #[test]
+    fn a_message_of_several_lines_is_kept_with_its_exception() {
+        let tb = "Traceback (most recent call last):\n  File \"m.py\", line 9, in <module>\n    User(id=\"x\")\npydantic_core._pydantic_core.ValidationError: 2 validation errors for User\nid\n  Input should be a valid integer [type=int_parsing, input_value='x', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.5/v/int_parsing\nname\n  Field required [type=missing, input_value={'id': 'x'}, input_type=dict]\n";
+        let message = [
+            "id",
+            "  Input should be a valid integer [type=int_parsing, input_value='x', input_type=str]",
+            "    For further information visit https://errors.pydantic.dev/2.5/v/int_parsing",
+            "name",
+            "  Field required [type=missing, input_value={'id': 'x'}, input_type=dict]",
+        ];
+        for after in [
+            "",
+            "\nnext command\n",
+            "2026-11-30 10:00:01 INFO retrying\n",
+            "</output>\n",
+        ] {
+            let text = format!("starting\n{tb}{after}");
+            let kept = kept(&text);
+            for line in message {
+                assert!(kept.iter().any(|k| k == line), "{line} missing: {kept:?}");
+            }
+            assert!(
+                !kept.iter().any(|k| k == "starting"
+                    || k.contains("next command")
+                    || k.contains("retrying")
+                    || k == "</output>"),
+                "{kept:?}"
+            );
+        }
+        // A long message keeps its head and its end.
+        let long: String = (0..100)
+            .map(|i| format!("  field_{i}: value is not valid\n"))
+            .collect();
+        let text = format!(
+            "Traceback (most recent call last):\n  File \"m.py\", line 1, in <module>\nValueError: bad config\n{long}"
+        );
+        let kept = kept(&text);
+        assert!(kept.iter().any(|k| k == "  field_0: value is not valid"));
+        assert!(kept.iter().any(|k| k == "  field_99: value is not valid"));
+        assert!(!kept.iter().any(|k| k == "  field_50: value is not valid"));
     }
 
     /// `kept`, and the lines marked as a repeated traceback's frames.
