@@ -152,6 +152,67 @@ async fn a_traceback_printed_again_reaches_the_upstream_once_with_every_exceptio
 }
 
 #[tokio::test]
+async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_traceback() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::from("<returncode>1</returncode>\n<output>\n");
+    for i in 0..300 {
+        log.push_str(&format!("loading record {i} of 600 from users.csv\n"));
+    }
+    let message = "pydantic_core._pydantic_core.ValidationError: 2 validation errors for User\nage\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='forty', input_type=str]\n    For further information visit https://errors.pydantic.dev/2.5/v/int_parsing\nemail\n  Field required [type=missing, input_value={'name': 'Ada', 'age': 'forty'}, input_type=dict]\n    For further information visit https://errors.pydantic.dev/2.5/v/missing\n";
+    log.push_str("Traceback (most recent call last):\n  File \"/app/load.py\", line 31, in <module>\n    users.append(User(**row))\n  File \"/usr/lib/python3/site-packages/pydantic/main.py\", line 164, in __init__\n    __pydantic_self__.__pydantic_validator__.validate_python(data, self_instance=__pydantic_self__)\n");
+    log.push_str(message);
+    for i in 0..300 {
+        log.push_str(&format!(
+            "2024-01-01 12:00:{:02} INFO cleanup step {i}\n",
+            i % 60
+        ));
+    }
+    log.push_str("</output>");
+    let turn = (
+        "floor-pydantic",
+        "Why does the import fail?",
+        "python load.py",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    assert!(received.contains(message), "{received}");
+    let mut tokens = Tokens::new();
+    let (before, after) = (tokens.count(&log), tokens.count(&received));
+    assert!(after * 3 <= before, "only {before} -> {after} tokens");
+}
+
+#[tokio::test]
+async fn a_table_with_failed_rows_reaches_the_upstream_with_each_row_and_no_neighbours() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut csv = String::from("id,created_at,customer,amount,status\n");
+    let mut failed = Vec::new();
+    for i in 0..400 {
+        let status = if i % 13 == 5 { "failed" } else { "paid" };
+        let row = format!(
+            "{},2024-01-{:02}T10:00:00Z,customer{i},{}.50,{status}",
+            5000 + i,
+            1 + i % 28,
+            i * 3
+        );
+        if status == "failed" {
+            failed.push(row.clone());
+        }
+        csv.push_str(&row);
+        csv.push('\n');
+    }
+    let turn = ("floor-table", "Which orders failed?", "cat orders.csv");
+    let received = output_received(&mock, &proxy, turn, &csv).await;
+    for row in &failed {
+        assert!(
+            received.lines().any(|l| l == row),
+            "{row} missing:\n{received}"
+        );
+    }
+    let mut tokens = Tokens::new();
+    let (before, after) = (tokens.count(&csv), tokens.count(&received));
+    assert!(after * 3 <= before, "only {before} -> {after} tokens");
+}
+
+#[tokio::test]
 async fn a_diff_whose_hunk_has_no_file_header_is_compressed_not_dropped() {
     // The compress fuzz target found it: a mangled `diff --git` line and no `+++` header made the diff compressor
     // index a table of files with none in it, and the panic took the request with it.
