@@ -36,6 +36,16 @@ fn one_output_turn(key: &str, task: &str, command: &str, output: &str) -> Value 
     })
 }
 
+/// Asserts that `received` has at most `num / den` of `original`'s `o200k_base` tokens.
+fn assert_shrinks(original: &str, received: &str, (num, den): (usize, usize)) {
+    let mut tokens = Tokens::new();
+    let (before, after) = (tokens.count(original), tokens.count(received));
+    assert!(
+        after * den <= before * num,
+        "only {before} -> {after} tokens"
+    );
+}
+
 /// Sends [`one_output_turn`] through `proxy` and returns the output as the upstream received it.
 async fn output_received(
     mock: &MockHandle,
@@ -100,9 +110,7 @@ async fn a_failing_test_log_keeps_every_error_region_and_shrinks() {
             "{line:?} not visible"
         );
     }
-    let mut tokens = Tokens::new();
-    let (before, after) = (tokens.count(&log), tokens.count(&received));
-    assert!(after * 10 <= before * 3, "only {before} -> {after} tokens");
+    assert_shrinks(&log, &received, (3, 10));
     // The same log with the old behaviour configured is sent whole.
     let mock2 = start_mock().await;
     let mut opts = ProxyOptions::new(&mock_url(&mock2));
@@ -146,9 +154,7 @@ async fn a_traceback_printed_again_reaches_the_upstream_once_with_every_exceptio
         received.matches("(the same stack frames as above)").count() >= 25,
         "{received}"
     );
-    let mut tokens = Tokens::new();
-    let (before, after) = (tokens.count(&log), tokens.count(&received));
-    assert!(after * 2 <= before, "only {before} -> {after} tokens");
+    assert_shrinks(&log, &received, (1, 2));
 }
 
 #[tokio::test]
@@ -175,9 +181,7 @@ async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_tra
     );
     let received = output_received(&mock, &proxy, turn, &log).await;
     assert!(received.contains(message), "{received}");
-    let mut tokens = Tokens::new();
-    let (before, after) = (tokens.count(&log), tokens.count(&received));
-    assert!(after * 3 <= before, "only {before} -> {after} tokens");
+    assert_shrinks(&log, &received, (1, 3));
 }
 
 #[tokio::test]
@@ -207,9 +211,7 @@ async fn a_table_with_failed_rows_reaches_the_upstream_with_each_row_and_no_neig
             "{row} missing:\n{received}"
         );
     }
-    let mut tokens = Tokens::new();
-    let (before, after) = (tokens.count(&csv), tokens.count(&received));
-    assert!(after * 3 <= before, "only {before} -> {after} tokens");
+    assert_shrinks(&csv, &received, (1, 3));
 }
 
 #[tokio::test]
