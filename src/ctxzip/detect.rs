@@ -29,7 +29,7 @@ pub fn detect(text: &str) -> Kind {
     // A diff is a text that opens as one (a wrapper line or two may come first); a log that merely contains a
     // patch — an evaluation run printing `git diff` before its tests — is a log.
     if (f.diff_files > 0 || (f.hunks > 0 && f.minus_plus_headers > 0))
-        && f.first_diff_header.is_some_and(|at| at < 4)
+        && (f.first_diff_header.is_some_and(|at| at < 4) || f.opens_with_commit)
     {
         return Kind::Diff;
     }
@@ -89,6 +89,9 @@ struct Features {
     json_records: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
     first_diff_header: Option<usize>,
+    /// The first non-empty line names a commit (`git show`, `git log -p`: `commit 3f2a9c1…`; `git format-patch`:
+    /// `From 3f2a9c1… Mon Sep 17 00:00:00 2001`): its author, date and message come before the patch.
+    opens_with_commit: bool,
 }
 
 impl Features {
@@ -100,6 +103,9 @@ impl Features {
                 continue;
             }
             f.nonempty += 1;
+            if f.nonempty == 1 {
+                f.opens_with_commit = names_commit(line);
+            }
             if f.first_diff_header.is_none()
                 && (line.starts_with("diff --git ")
                     || line.starts_with("diff -")
@@ -141,6 +147,16 @@ impl Features {
         }
         f
     }
+}
+
+/// Whether `line` opens a commit as git prints it before its patch: `commit <hash>` (with `git log`'s
+/// decorations after it) or, in a `git format-patch` mail, `From <hash> <date>`.
+fn names_commit(line: &str) -> bool {
+    let rest = line
+        .strip_prefix("commit ")
+        .or_else(|| line.strip_prefix("From "));
+    rest.and_then(|r| r.split_whitespace().next())
+        .is_some_and(|h| (7..=64).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// `path:line:` (grep -n, ripgrep): the path has no whitespace, the line number is followed by `:`.
@@ -360,6 +376,17 @@ mod tests {
         let log = "   Compiling a v1\n   Compiling b v1\n    Finished dev\n";
         assert_eq!(detect(log), Kind::Log);
         assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
+        // `git show`, `git log -p`, `git format-patch`: the commit's header and message before the patch.
+        let show = format!(
+            "commit 3f2a9c1b7d5e8f0a1b2c3d4e5f60718293a4b5c6 (HEAD -> main)\nAuthor: A <a@b.c>\nDate:   Mon Nov 30 10:00:00 2026\n\n    Fix retries\n\n    Long message.\n\n{diff}"
+        );
+        assert_eq!(detect(&show), Kind::Diff);
+        let patch = format!(
+            "From 3f2a9c1b7d5e8f0a1b2c3d4e5f60718293a4b5c6 Mon Sep 17 00:00:00 2001\nFrom: A <a@b.c>\nDate: Mon, 30 Nov 2026 10:00:00 +0100\nSubject: [PATCH] Fix retries\n\n---\n x | 2 +-\n\n{diff}"
+        );
+        assert_eq!(detect(&patch), Kind::Diff);
+        let log = "commit 3f2a9c1b7d5e8f0a1b2c3d4e5f60718293a4b5c6\nAuthor: A <a@b.c>\nDate:   Mon Nov 30 10:00:00 2026\n\n    Fix retries\n";
+        assert_ne!(detect(log), Kind::Diff);
         let events = "{\"Action\":\"run\",\"Test\":\"A\"}\n{\"Action\":\"pass\",\"Test\":\"A\"}\n{\"Action\":\"run\",\"Test\":\"B\"}\n";
         assert_eq!(detect(events), Kind::JsonLines);
     }

@@ -1,5 +1,5 @@
 //! Unit tests for [`super`]: what the entry point does before and around the compressors — an exec header split
-//! off, an HTTP response's head kept, trivial inputs left alone, the agent's notes cut to a head and tail — and
+//! off, an HTTP response's head kept, a commit's patch taken for a diff, trivial inputs left alone, the agent's notes cut to a head and tail — and
 //! that a big log keeps its errors and compresses the same way every time.
 
 use super::*;
@@ -35,6 +35,56 @@ fn an_http_response_keeps_its_head_and_compresses_its_body() {
     let body = &c.text[split_http_head(&c.text).0.len()..];
     assert!(serde_json::from_str::<serde_json::Value>(body).is_ok());
     assert_eq!(split_http_head("no head"), ("", "no head"));
+}
+
+/// `git show` and `git log -p`: the commit's header and message come first, then the patch, whose every
+/// changed line stays (it used to be taken for plain lines, and most `+`/`-` lines went behind the marker).
+#[test]
+fn a_commit_with_its_patch_keeps_every_changed_line() {
+    let mut text = String::from(
+        "commit 3f2a9c1b7d5e8f0a1b2c3d4e5f60718293a4b5c6\nAuthor: Ada <ada@example.com>\nDate:   Mon Nov 30 10:00:00 2026 +0100\n\n    Fix retry handling in the sync client\n\n",
+    );
+    let mut changed = Vec::new();
+    for f in 0..6 {
+        text.push_str(&format!("diff --git a/src/c{f}.py b/src/c{f}.py\nindex 1a2b3c4..5d6e7f8 100644\n--- a/src/c{f}.py\n+++ b/src/c{f}.py\n"));
+        for h in 0..3 {
+            text.push_str(&format!(
+                "@@ -{0},12 +{0},13 @@ def handler_{h}(self):\n",
+                10 + h * 40
+            ));
+            for k in 0..5 {
+                text.push_str(&format!("     before_{k} = self.step_{k}()\n"));
+            }
+            for line in [
+                format!("-    limit = {f}{h}00"),
+                format!("+    limit = {f}{h}50"),
+                format!("+    self.retries_{f}_{h} = 0"),
+            ] {
+                text.push_str(&line);
+                text.push('\n');
+                changed.push(line);
+            }
+            for k in 0..5 {
+                text.push_str(&format!("     after_{k} = self.done_{k}()\n"));
+            }
+        }
+    }
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some());
+    let Some(c) = c else { return };
+    assert_eq!(c.kind, Kind::Diff);
+    assert!(
+        c.text
+            .starts_with("commit 3f2a9c1b7d5e8f0a1b2c3d4e5f60718293a4b5c6\n")
+    );
+    for line in &changed {
+        assert!(
+            c.text.lines().any(|l| l == line),
+            "{line} missing:\n{}",
+            c.text
+        );
+    }
+    assert!(c.text.len() * 3 < text.len() * 2);
 }
 
 #[test]
