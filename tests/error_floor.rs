@@ -1,6 +1,6 @@
 //! What compression promises a user debugging a failure, through the running proxy: a failing test run reaches
 //! the upstream much smaller with every traceback and verdict line intact; text that only resembles a marker is
-//! left alone; a traceback printed again is shown once; a diff the compressor once tripped on passes; the side
+//! left alone; a traceback printed again is shown once; a module viewed with `cat` arrives verbatim; a diff the compressor once tripped on passes; the side
 //! endpoint returns whole originals; and each output is decided once per conversation — a
 //! small saving waits until the conversation already pays for the expand tool, and a verbatim decision holds.
 #![expect(
@@ -212,6 +212,25 @@ async fn a_table_with_failed_rows_reaches_the_upstream_with_each_row_and_no_neig
         );
     }
     assert_shrinks(&csv, &received, (1, 3));
+}
+
+#[tokio::test]
+async fn a_python_module_viewed_with_cat_reaches_the_upstream_verbatim() {
+    // Source stays verbatim: the agent edits against what it sees. A module of docstrings, comments and
+    // assignments used to pass for plain lines, and most of it went behind a marker.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut module = String::from(
+        "<returncode>0</returncode>\n<output>\n\"\"\"Helpers for the sync client.\"\"\"\n\nimport json\nimport re\n\n",
+    );
+    for i in 0..40 {
+        module.push_str(&format!(
+            "# Retry policy for endpoint {i}.\nRETRIES_{i} = {i}\nBACKOFF_{i} = {i}.5\n\n\ndef fetch_{i}(session, url):\n    \"\"\"\n    Fetch `url` with the policy of endpoint {i}.\n\n    Retries on connection resets, gives up after RETRIES_{i} attempts.\n    \"\"\"\n    answer = session.get(url, timeout=BACKOFF_{i})\n    return json.loads(answer.text)\n\n"
+        ));
+    }
+    module.push_str("</output>");
+    let turn = ("source-view", "Fix the retry policy.", "cat sync/client.py");
+    let received = output_received(&mock, &proxy, turn, &module).await;
+    assert_eq!(received, module);
 }
 
 #[tokio::test]

@@ -39,9 +39,13 @@ pub fn detect(text: &str) -> Kind {
     if f.nonempty >= 3 && f.json_records * 10 >= f.nonempty * 8 {
         return Kind::JsonLines;
     }
+    // A file view holds no patch: a log that prints one (an evaluation run's `git diff`) shows source in its hunks
+    // but is no file to edit.
+    let patch = f.diff_files > 0 || f.hunks > 0;
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
+        && !patch
     {
         return Kind::Code;
     }
@@ -49,6 +53,7 @@ pub fn detect(text: &str) -> Kind {
         && f.code * 2 >= f.nonempty
         && f.log * 10 < f.nonempty
         && f.errors * 10 < f.nonempty
+        && !patch
     {
         return Kind::Code;
     }
@@ -97,9 +102,21 @@ struct Features {
 impl Features {
     fn of(lines: &[&str]) -> Self {
         let mut f = Features::default();
-        for line in lines {
+        let docstring = docstring_lines(lines);
+        // Inside an agent harness's `<warning>…</warning>` note around a long output: the harness's words, not
+        // the output's.
+        let mut in_harness_note = false;
+        for (i, line) in lines.iter().enumerate() {
             let line = line.trim_end_matches('\r');
             if line.trim().is_empty() {
+                continue;
+            }
+            let t = line.trim();
+            if t == "<warning>" {
+                in_harness_note = true;
+            }
+            if in_harness_note || is_harness_tag(t) {
+                in_harness_note = in_harness_note && !t.starts_with("</warning>");
                 continue;
             }
             f.nonempty += 1;
@@ -135,7 +152,7 @@ impl Features {
                 }
                 None => line,
             };
-            if is_code_like(content) {
+            if docstring.get(i).copied().unwrap_or(false) || is_code_like(content) {
                 f.code += 1;
             }
             if is_log_like(line) {
@@ -233,7 +250,7 @@ pub(crate) fn strip_line_number(line: &str) -> Option<&str> {
     None
 }
 
-const CODE_STARTS: [&str; 44] = [
+const CODE_STARTS: [&str; 54] = [
     "fn ",
     "pub ",
     "let ",
@@ -276,6 +293,16 @@ const CODE_STARTS: [&str; 44] = [
     "raise ",
     "switch ",
     "case ",
+    "assert ",
+    "elif ",
+    "with ",
+    "yield",
+    "del ",
+    "global ",
+    "nonlocal ",
+    "lambda",
+    "self.",
+    "super(",
     "export ",
     "@",
 ];
@@ -288,9 +315,61 @@ fn is_code_like(content: &str) -> bool {
     if CODE_STARTS.iter().any(|s| t.starts_with(s)) {
         return true;
     }
-    let ends = [";", "{", "}", "};", "(", "=>", "->", "*/", "):", "),"];
+    // A comment (`# …`, `#!`), a closing bracket, a statement that is a keyword alone (`else:`, `try:`, `pass`).
+    if t == "#"
+        || t.starts_with("# ")
+        || t.starts_with("#!")
+        || t.starts_with([')', ']', '}'])
+        || CODE_WORDS.contains(&t.trim_end_matches(':'))
+    {
+        return true;
+    }
+    let ends = [
+        ";", "{", "}", "};", "(", "=>", "->", "*/", "):", "),", "[", "],", "},",
+    ];
     ends.iter().any(|e| t.ends_with(e))
         || (t.ends_with(':') && t.contains('(') && !t.contains(": "))
+}
+
+/// A docstring (or other triple-quoted string) is closed within this many lines, or its lines are not counted as
+/// source: a lone `"""` in a diff hunk or a log must not make the rest of a sample look like code.
+const MAX_DOCSTRING: usize = 60;
+
+/// Which of `lines` stand in a triple-quoted string that opens and closes within [`MAX_DOCSTRING`] lines,
+/// delimiters included: a docstring's prose is part of the source.
+fn docstring_lines(lines: &[&str]) -> Vec<bool> {
+    let odd = |l: &str| (l.matches("\"\"\"").count() + l.matches("'''").count()) % 2 == 1;
+    let mut inside = vec![false; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        if !odd(lines[i]) {
+            if lines[i].contains("\"\"\"") || lines[i].contains("'''") {
+                inside[i] = true;
+            }
+            i += 1;
+            continue;
+        }
+        let close = (i + 1..lines.len().min(i + 1 + MAX_DOCSTRING)).find(|&j| odd(lines[j]));
+        match close {
+            Some(j) => {
+                inside[i..=j].iter_mut().for_each(|x| *x = true);
+                i = j + 1;
+            }
+            None => i += 1,
+        }
+    }
+    inside
+}
+
+/// Statements that are one keyword.
+const CODE_WORDS: [&str; 8] = [
+    "else", "try", "finally", "pass", "break", "continue", "return", "default",
+];
+
+/// A line that is only an agent harness's markup around an output: `<returncode>0</returncode>`, `<output>`,
+/// `</output>`, `</warning><output_head>`.
+fn is_harness_tag(t: &str) -> bool {
+    t.starts_with('<') && t.ends_with('>') && !t.contains(char::is_whitespace) && t.len() <= 64
 }
 
 const LOG_WORDS: [&str; 24] = [
@@ -389,6 +468,35 @@ mod tests {
         assert_ne!(detect(log), Kind::Diff);
         let events = "{\"Action\":\"run\",\"Test\":\"A\"}\n{\"Action\":\"pass\",\"Test\":\"A\"}\n{\"Action\":\"run\",\"Test\":\"B\"}\n";
         assert_eq!(detect(events), Kind::JsonLines);
+    }
+
+    /// Python source is mostly docstrings, comments and assignments, which no line rule calls code alone: a
+    /// docstring's lines count as the source's, and an agent harness's envelope (`<returncode>`, its `<warning>`
+    /// note about a long output) is not the output's. A log that prints a patch with docstrings in it is no source.
+    #[test]
+    fn python_source_with_docstrings_is_code() {
+        let mut source = String::from(
+            "\"\"\"HTML utilities suitable for global use.\"\"\"\n\nimport json\nimport re\n\n",
+        );
+        for i in 0..12 {
+            source.push_str(&format!(
+                "# Configuration for step {i}.\nLIMIT_{i} = {i}\n\n\n@keep_lazy(str)\ndef escape_{i}(text):\n    \"\"\"\n    Return the given text with ampersands, quotes and angle brackets encoded\n    for use in HTML.\n\n    Always escape input, even if it's already escaped and marked as such.\n    \"\"\"\n    return mark_safe(str(text).translate(_html_escapes))\n\n"
+            ));
+        }
+        assert_eq!(detect(&source), Kind::Code);
+        let note = "<returncode>0</returncode>\n<warning>\nThe output of your last command was too long.\nPlease try a different command that produces less output.\nIf you're looking at a file you can try use head, tail or sed to view a smaller number of lines selectively.\n</warning><output_head>\n";
+        assert_eq!(detect(&format!("{note}{source}")), Kind::Code);
+        // A docstring that never closes does not make what follows it source.
+        let prose = "a sentence of program output, with words\n".repeat(40);
+        assert_ne!(detect(&format!("print(\"\"\"\n{prose}")), Kind::Code);
+        // An evaluation run printing the patch it applies: source in its hunks, but a log.
+        let mut run = String::from(
+            "+ git diff\ndiff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,40 +1,40 @@\n",
+        );
+        for line in source.lines().take(60) {
+            run.push_str(&format!(" {line}\n"));
+        }
+        assert_ne!(detect(&run), Kind::Code);
     }
 
     /// Rows with error words (`failed` orders, pods in `Error`) do not make a table a log; a log whose lines have

@@ -136,8 +136,13 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     let (exec_header, rest) = split_exec_header(original);
     let (http_head, body) = split_http_head(rest);
     let header = &original[..exec_header.len() + http_head.len()];
-    let detected = detect(body);
     let failing = verbatim::looks_like_error_output(original);
+    let detected = match detect(body) {
+        // A command that failed printed a run — a test session showing its tests' source, a crash — not a file
+        // to edit: source stays verbatim only where it was viewed.
+        Kind::Code if verbatim::exited_with_failure(original) => Kind::Log,
+        kind => kind,
+    };
     let mut tally = Tally::default();
     let mut kind = detected;
     let first = if opts.notes && matches!(detected, Kind::Log | Kind::Lines) {

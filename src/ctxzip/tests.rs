@@ -87,6 +87,33 @@ fn a_commit_with_its_patch_keeps_every_changed_line() {
     assert!(c.text.len() * 3 < text.len() * 2);
 }
 
+/// A failing command printed a run, whatever share of it is source: a pytest session shows each failing test's
+/// whole function, and that output is compressed around its errors, not kept as a file view.
+#[test]
+fn a_failing_run_that_shows_source_is_not_a_file_view() {
+    let mut run = String::from("<returncode>1</returncode>\n<output>\n");
+    for i in 0..30 {
+        run.push_str(&format!(
+            "    def test_case_{i}(self):\n        \"\"\"Check case {i}.\"\"\"\n        value = compute({i})\n        assert value == {i}\n\n"
+        ));
+    }
+    run.push_str("E       assert 3 == 4\n</output>\n");
+    assert_eq!(
+        detect(&run[run.find("<output>").unwrap_or(0)..]),
+        Kind::Code
+    );
+    let c = compress(&run, &Options::default());
+    assert!(c.is_some_and(|c| c.kind == Kind::Log));
+    // The same text from a command that succeeded is a view of source: verbatim.
+    assert!(
+        compress(
+            &run.replace("<returncode>1<", "<returncode>0<"),
+            &Options::default()
+        )
+        .is_none()
+    );
+}
+
 #[test]
 fn trivial_inputs_are_left_alone() {
     let o = Options::default();

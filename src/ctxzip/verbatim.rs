@@ -31,6 +31,12 @@ fn code_after(text: &str, label: &str) -> Option<i64> {
 
 /// Whether a tool output reports a failure.
 pub fn looks_like_error_output(text: &str) -> bool {
+    exited_with_failure(text) || text.contains("Traceback (most recent call last):")
+}
+
+/// Whether the harness's header says the command exited non-zero (`Process exited with code 1`, `Exit code: 2`,
+/// `"exit_code": 1`, `<returncode>1</returncode>`).
+pub fn exited_with_failure(text: &str) -> bool {
     let h = head(text);
     let failing = |label: &str| code_after(h, label).is_some_and(|c| c != 0);
     failing("Process exited with code")
@@ -38,7 +44,6 @@ pub fn looks_like_error_output(text: &str) -> bool {
         || failing("exit code")
         || failing("\"exit_code\"")
         || failing("<returncode>")
-        || text.contains("Traceback (most recent call last):")
 }
 
 #[cfg(test)]
