@@ -152,6 +152,10 @@ struct CompressArgs {
     /// assistant message): a short head and tail and every error line.
     #[arg(long)]
     notes: bool,
+    /// The shell command that printed the text, as the tool call's arguments would carry it: a view of a source
+    /// file (`cat src/app.py`, `sed -n '1,80p' model.py`) stays verbatim, as in the proxy.
+    #[arg(long)]
+    command: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -372,6 +376,11 @@ fn compress(args: CompressArgs) -> ExitCode {
             keep_patterns,
             compress_code: config.compress.code,
             notes: args.notes,
+            viewed_source: args.command.as_deref().is_some_and(|c| {
+                ctxgate::ctxzip::views::views_source_file(
+                    &serde_json::json!({ "command": c }).to_string(),
+                )
+            }),
         },
     );
     let out = if args.json {

@@ -66,13 +66,17 @@ fn options() -> impl Strategy<Value = Options> {
         prop::collection::vec("[a-zA-Z]{2,6}", 0..2),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(query, keep_patterns, compress_code, notes)| Options {
-            query,
-            keep_patterns,
-            compress_code,
-            notes,
-        })
+        .prop_map(
+            |(query, keep_patterns, compress_code, notes, viewed_source)| Options {
+                query,
+                keep_patterns,
+                compress_code,
+                notes,
+                viewed_source,
+            },
+        )
 }
 
 /// Lines of the shapes the compressors look for, mixed with noise.
@@ -227,6 +231,7 @@ fn pathological_inputs_stay_linear() {
         query: vec!["needle".into()],
         keep_patterns: vec!["zz".into()],
         notes: false,
+        viewed_source: false,
     };
     let unclosed = "pub fn f(x: u32) {\n    let y = x;\n".repeat(20_000);
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));

@@ -234,6 +234,28 @@ async fn a_python_module_viewed_with_cat_reaches_the_upstream_verbatim() {
 }
 
 #[tokio::test]
+async fn a_range_of_a_source_file_reaches_the_upstream_verbatim_even_when_it_reads_as_prose() {
+    // `sed -n '501,600p' model.py` cut out of one long docstring: its text reads like documentation, and only the
+    // call says it is source. The same text printed by a program is compressed.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut doc = String::from("<returncode>0</returncode>\n<output>\n");
+    for i in 0..120 {
+        doc.push_str(&format!(
+            "    The parameter l1_ratio_{i} corresponds to alpha in the glmnet R package, while alpha\n    corresponds to the lambda parameter in glmnet; see the user guide, section {i}.\n\n"
+        ));
+    }
+    doc.push_str("</output>");
+    let view = (
+        "source-range",
+        "Fix the docs.",
+        "sed -n '501,860p' sklearn/linear_model/model.py",
+    );
+    assert_eq!(output_received(&mock, &proxy, view, &doc).await, doc);
+    let run = ("source-range-run", "Fix the docs.", "python print_docs.py");
+    assert_ne!(output_received(&mock, &proxy, run, &doc).await, doc);
+}
+
+#[tokio::test]
 async fn a_diff_whose_hunk_has_no_file_header_is_compressed_not_dropped() {
     // The compress fuzz target found it: a mangled `diff --git` line and no `+++` header made the diff compressor
     // index a table of files with none in it, and the panic took the request with it.

@@ -10,6 +10,7 @@ fn ctx(query: &[&str], keep: &[&str]) -> Ctx {
         keep_patterns: keep.iter().map(|s| s.to_string()).collect(),
         compress_code: false,
         notes: false,
+        viewed_source: false,
     };
     Ctx::new("0123456789ab".into(), &opts)
 }

@@ -30,6 +30,7 @@ mod terms;
 mod testxml;
 mod truncate;
 pub mod verbatim;
+pub mod views;
 
 pub use detect::detect;
 pub use marker::{contains_marker, find_markers, hash_of, marker};
@@ -54,6 +55,10 @@ pub struct Options {
     /// next, leading to the call); the reasoning in between is what a later turn needs least, so only a short head
     /// and tail stay visible (with every error line, as always).
     pub notes: bool,
+    /// The output is what the agent's call showed of a source file ([`views::views_source_file`]: `cat src/app.py`,
+    /// `sed -n '1,80p' model.py`, an editor's `view`): source, verbatim like any (unless `compress_code`), even where
+    /// its text reads like prose — a range cut out of a long docstring.
+    pub viewed_source: bool,
 }
 
 /// The content kinds, one compressor each.
@@ -137,12 +142,7 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     let (http_head, body) = split_http_head(rest);
     let header = &original[..exec_header.len() + http_head.len()];
     let failing = verbatim::looks_like_error_output(original);
-    let detected = match detect(body) {
-        // A command that failed printed a run — a test session showing its tests' source, a crash — not a file
-        // to edit: source stays verbatim only where it was viewed.
-        Kind::Code if verbatim::exited_with_failure(original) => Kind::Log,
-        kind => kind,
-    };
+    let detected = kind_of(original, body, opts);
     let mut tally = Tally::default();
     let mut kind = detected;
     let first = if opts.notes && matches!(detected, Kind::Log | Kind::Lines) {
@@ -186,6 +186,23 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
         kind,
         hash: ctx.hash,
     })
+}
+
+/// The kind `original` (whose text past its headers is `body`) is compressed as: what its text looks like, except
+/// that a command that failed printed a run — a test session showing its tests' source, a crash — not a file to
+/// edit, and that what a call showed of a source file ([`Options::viewed_source`]) is source.
+pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
+    let exited_with_failure = verbatim::exited_with_failure(original);
+    match detect(body) {
+        Kind::Code if exited_with_failure => Kind::Log,
+        Kind::Lines | Kind::Log if opts.viewed_source && !exited_with_failure => Kind::Code,
+        kind => kind,
+    }
+}
+
+/// The text of `original` past its headers (an exec header, an HTTP response's head): what [`detect`] reads.
+pub(crate) fn body_of(original: &str) -> &str {
+    split_http_head(split_exec_header(original).1).1
 }
 
 /// Whether every floor line of `original` ([`is_floor_line`]) is a whole line of `compressed`.

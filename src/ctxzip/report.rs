@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::{Options, compress, detect, estimate_tokens, hash_of, is_error_line};
+use super::{Options, body_of, compress, estimate_tokens, hash_of, is_error_line, kind_of};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct OfflineReport {
@@ -29,7 +29,7 @@ pub struct OfflineReport {
 }
 
 pub fn offline(text: &str, opts: &Options) -> OfflineReport {
-    let kind = detect(text);
+    let kind = kind_of(text, body_of(text), opts);
     let found = compress(text, opts);
     let result = found
         .as_ref()

@@ -150,6 +150,7 @@ fn notes_keep_a_short_head_and_tail_and_every_error_line() {
     let text = note();
     let notes = Options {
         notes: true,
+        viewed_source: false,
         ..Options::default()
     };
     let c = compress(&text, &notes);
@@ -182,6 +183,7 @@ fn notes_keep_a_short_head_and_tail_and_every_error_line() {
 fn notes_that_are_code_or_json_are_left_to_their_own_compressor() {
     let notes = Options {
         notes: true,
+        viewed_source: false,
         ..Options::default()
     };
     let code = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n".repeat(40);

@@ -118,6 +118,7 @@ impl CompressStage {
             keep_patterns: self.settings.keep_patterns.clone(),
             compress_code: self.settings.code,
             notes: by_kind == ByKind::Notes,
+            viewed_source: ctxzip::views::views_source_file(arguments),
         };
         let own = by_kind != ByKind::No;
         let made =

@@ -1,0 +1,120 @@
+//! Views: whether a tool call showed the agent a source file.
+//!
+//! Source stays verbatim (an agent edits against what it sees), and the text alone does not always tell source
+//! from prose: a range cut out of a long docstring (`sed -n '501,600p' model.py`) reads like documentation. The
+//! call that produced the output does tell. In the request path the compress stage asks [`views_source_file`]
+//! about each output's call arguments; when it says yes, the output is source unless its command failed.
+
+use serde_json::Value;
+
+/// Programs that only print a file, or part of it, when they are every stage of a shell command.
+const VIEWERS: [&str; 9] = [
+    "cat", "nl", "head", "tail", "sed", "less", "more", "bat", "batcat",
+];
+
+/// Extensions of source and build files an agent edits.
+const SOURCE_EXTENSIONS: [&str; 45] = [
+    "py", "pyi", "pyx", "rs", "go", "js", "mjs", "cjs", "ts", "tsx", "jsx", "java", "kt", "kts",
+    "scala", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "rb", "php", "swift", "m", "mm",
+    "sh", "bash", "zsh", "pl", "pm", "lua", "r", "sql", "vue", "svelte", "css", "scss", "toml",
+    "yaml", "yml", "ini", "cfg",
+];
+
+/// Source files known by name alone.
+const SOURCE_NAMES: [&str; 4] = ["Makefile", "Dockerfile", "CMakeLists.txt", "Jenkinsfile"];
+
+/// Whether `arguments` (a tool call's JSON arguments) view a source file: an editor's `view` of one
+/// (`{"command": "view", "path": "src/app.py"}`), or a shell command — a string, or Codex's `["bash", "-lc", …]` —
+/// whose every stage is a viewer (`cat`, `nl -ba`, `sed -n '1,80p'`, `head`, `tail`; `cd` allowed) and that names
+/// one. `grep` is a search, not a view; `sed` without `-n` edits.
+pub fn views_source_file(arguments: &str) -> bool {
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
+        return false;
+    };
+    let command = match args.get("command").or_else(|| args.get("cmd")) {
+        Some(Value::String(c)) => c.as_str(),
+        Some(Value::Array(parts)) => match parts.last() {
+            Some(Value::String(c)) => c.as_str(),
+            _ => return false,
+        },
+        _ => return false,
+    };
+    if command == "view" {
+        return args
+            .get("path")
+            .and_then(Value::as_str)
+            .is_some_and(is_source_path);
+    }
+    shell_views_source(command)
+}
+
+/// [`views_source_file`] for a shell command line.
+fn shell_views_source(command: &str) -> bool {
+    if command.contains(['>', '<', '`', '$', '\n']) {
+        // A redirect writes, a substitution runs something else: not a plain view.
+        return false;
+    }
+    let mut names_source = false;
+    for stage in command.split(['|', ';', '&']) {
+        let mut words = stage.split_whitespace();
+        let Some(program) = words.next() else {
+            continue;
+        };
+        let args: Vec<&str> = words.collect();
+        match program {
+            "cd" => continue,
+            "sed" if !args.iter().any(|a| a.starts_with("-n")) => return false,
+            p if VIEWERS.contains(&p) => {}
+            _ => return false,
+        }
+        names_source |= args
+            .iter()
+            .map(|a| a.trim_matches(['\'', '"']))
+            .any(is_source_path);
+    }
+    names_source
+}
+
+/// Whether `path` names a source file by its extension or name.
+fn is_source_path(path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    SOURCE_NAMES.contains(&name)
+        || name
+            .rsplit_once('.')
+            .is_some_and(|(stem, ext)| !stem.is_empty() && SOURCE_EXTENSIONS.contains(&ext))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_of_source_files_are_told_from_other_calls() {
+        for yes in [
+            r#"{"command": "cat django/utils/html.py"}"#,
+            r#"{"command": "sed -n '501,600p' sklearn/linear_model/coordinate_descent.py"}"#,
+            r#"{"command": "nl -ba lib/matplotlib/text.py | sed -n '1641,1750p'"}"#,
+            r#"{"command": "cd /testbed && head -80 src/main.rs"}"#,
+            r#"{"command": ["bash", "-lc", "sed -n '1,200p' src/turn/mod.rs"]}"#,
+            r#"{"command": "view", "path": "/repo/app/models.py"}"#,
+            r#"{"cmd": "cat Makefile"}"#,
+        ] {
+            assert!(views_source_file(yes), "{yes}");
+        }
+        for no in [
+            r#"{"command": "cat AUTHORS"}"#,
+            r#"{"command": "cat app.log"}"#,
+            r#"{"command": "grep -rn Retry src/sync.py"}"#,
+            r#"{"command": "python -m pytest tests/test_sync.py"}"#,
+            r#"{"command": "sed -i 's/a/b/' src/sync.py"}"#,
+            r#"{"command": "cat src/a.py > /tmp/b.py"}"#,
+            r#"{"command": "cat $(find . -name '*.py')"}"#,
+            r#"{"command": "create", "path": "src/new.py", "file_text": "x = 1"}"#,
+            r#"{"command": "view", "path": "docs/index.md"}"#,
+            "not json",
+            r#"["cat", "a.py"]"#,
+        ] {
+            assert!(!views_source_file(no), "{no}");
+        }
+    }
+}
