@@ -195,7 +195,11 @@ pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     let exited_with_failure = verbatim::exited_with_failure(original);
     match detect(body) {
         Kind::Code if exited_with_failure => Kind::Log,
-        Kind::Lines | Kind::Log if opts.viewed_source && !exited_with_failure => Kind::Code,
+        Kind::Lines | Kind::Log
+            if opts.viewed_source && !exited_with_failure && !views::looks_generated(body) =>
+        {
+            Kind::Code
+        }
         kind => kind,
     }
 }

@@ -114,6 +114,21 @@ fn a_failing_run_that_shows_source_is_not_a_file_view() {
     );
 }
 
+/// What a call showed of a source file stays verbatim, prose-like or not; a generated file it showed (a minified
+/// bundle) is compressed as its text reads.
+#[test]
+fn a_viewed_source_file_stays_verbatim_unless_it_reads_as_generated() {
+    let viewed = Options {
+        viewed_source: true,
+        ..Options::default()
+    };
+    let docstring_range = "    The parameter l1_ratio corresponds to alpha in the glmnet R package, while alpha\n    corresponds to the lambda parameter in glmnet.\n\n".repeat(80);
+    assert!(compress(&docstring_range, &Options::default()).is_some());
+    assert!(compress(&docstring_range, &viewed).is_none());
+    let bundle = format!("!function(e){{{}}}();\n", "var a=e.b(1);".repeat(3000));
+    assert!(compress(&bundle, &viewed).is_some());
+}
+
 #[test]
 fn trivial_inputs_are_left_alone() {
     let o = Options::default();

@@ -3,7 +3,8 @@
 //! Source stays verbatim (an agent edits against what it sees), and the text alone does not always tell source
 //! from prose: a range cut out of a long docstring (`sed -n '501,600p' model.py`) reads like documentation. The
 //! call that produced the output does tell. In the request path the compress stage asks [`views_source_file`]
-//! about each output's call arguments; when it says yes, the output is source unless its command failed.
+//! about each output's call arguments; when it says yes, the output is source unless its command failed or its
+//! text reads as generated ([`looks_generated`]: a minified bundle, a dump).
 
 use serde_json::Value;
 
@@ -75,6 +76,26 @@ fn shell_views_source(command: &str) -> bool {
     names_source
 }
 
+/// A line this long is no hand-written source: a minified bundle, a generated table, a dump's `INSERT`.
+const GENERATED_LINE: usize = 10_000;
+/// Lines longer than this, when more than a tenth of a text's, say the same.
+const LONG_LINE: usize = 400;
+
+/// Whether `text`, though a viewed file's, reads as generated rather than written: a line of
+/// [`GENERATED_LINE`] bytes or more, or more than a tenth of its lines over [`LONG_LINE`]. `cat dist/app.min.js`
+/// is a view of a `.js` file, but no one edits it against what they see; its text decides how it is compressed.
+pub fn looks_generated(text: &str) -> bool {
+    let (mut lines, mut long) = (0usize, 0usize);
+    for line in text.split('\n') {
+        if line.len() >= GENERATED_LINE {
+            return true;
+        }
+        lines += 1;
+        long += usize::from(line.len() > LONG_LINE);
+    }
+    long * 10 > lines
+}
+
 /// Whether `path` names a source file by its extension or name.
 fn is_source_path(path: &str) -> bool {
     let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
@@ -116,5 +137,17 @@ mod tests {
         ] {
             assert!(!views_source_file(no), "{no}");
         }
+    }
+
+    #[test]
+    fn a_minified_bundle_or_a_dump_reads_as_generated() {
+        let source = "def f(x):\n    return x + 1\n".repeat(200);
+        assert!(!looks_generated(&source));
+        let with_a_long_string = format!("{source}URL = \"{}\"\n", "a".repeat(600));
+        assert!(!looks_generated(&with_a_long_string));
+        let bundle = format!("!function(e){{{}}}();\n", "var a=1;".repeat(2000));
+        assert!(looks_generated(&bundle));
+        let dump = format!("INSERT INTO t VALUES {};\n", "(1,'x'),".repeat(60)).repeat(50);
+        assert!(looks_generated(&dump));
     }
 }
