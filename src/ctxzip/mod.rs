@@ -138,9 +138,8 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     }
     debug_assert_eq!(hash, hash_of(original));
     let ctx = Ctx::new(hash, opts);
-    let (exec_header, rest) = split_exec_header(original);
-    let (http_head, body) = split_http_head(rest);
-    let header = &original[..exec_header.len() + http_head.len()];
+    let body = body_of(original);
+    let header = &original[..original.len() - body.len()];
     let failing = verbatim::looks_like_error_output(original);
     let detected = kind_of(original, body, opts);
     let mut tally = Tally::default();
@@ -204,7 +203,8 @@ pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     }
 }
 
-/// The text of `original` past its headers (an exec header, an HTTP response's head): what [`detect`] reads.
+/// The text of `original` past its headers (an exec header, an HTTP response's head): what [`detect`] reads and
+/// the compressors shorten; always a suffix of `original`, the headers staying as they are.
 pub(crate) fn body_of(original: &str) -> &str {
     split_http_head(split_exec_header(original).1).1
 }
