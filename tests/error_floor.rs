@@ -382,8 +382,20 @@ fn passing_log(tag: &str, lines: usize) -> String {
         .collect()
 }
 
+fn shell_call(id: &str) -> Value {
+    json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"})
+}
+
+fn shell_output(id: &str, text: &str) -> Value {
+    json!({"type": "function_call_output", "call_id": id, "output": text})
+}
+
+fn threshold_turn(input: &[Value]) -> Value {
+    json!({"model": "mock-ok", "prompt_cache_key": "threshold", "input": input})
+}
+
 #[tokio::test]
-async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() {
+async fn small_savings_wait_for_the_first_marker_and_go_with_it() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
     let store_path = dir.path().join("threshold.redb");
@@ -394,45 +406,134 @@ async fn small_savings_wait_for_a_conversation_that_already_pays_for_the_tool() 
     let small = passing_log("small", 42);
     let big = passing_log("big", 2000);
     let second_small = passing_log("again", 42);
-    let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
-    let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
     let mut input = vec![
         json!({"role": "user", "content": "Build it."}),
-        call("a"),
-        out("a", &small),
+        shell_call("a"),
+        shell_output("a", &small),
     ];
-    let turn = |input: &Vec<Value>| json!({"model": "mock-ok", "prompt_cache_key": "threshold", "input": input});
-    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
-    input.extend([call("b"), out("b", &big)]);
-    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
-    input.extend([call("c"), out("c", &second_small)]);
-    assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
+    assert_eq!(post(&proxy, &threshold_turn(&input)).await.status(), 200);
+    input.extend([shell_call("b"), shell_output("b", &big)]);
+    assert_eq!(post(&proxy, &threshold_turn(&input)).await.status(), 200);
+    input.extend([shell_call("c"), shell_output("c", &second_small)]);
+    assert_eq!(post(&proxy, &threshold_turn(&input)).await.status(), 200);
     let requests = sent(&mock);
     assert_eq!(requests.len(), 3);
     // Turn 1: alone, the small output cannot pay for the tool: verbatim, and no tool offered.
     assert_eq!(output_of(&requests[0], "a"), small);
     assert!(requests[0].get("tools").is_none());
-    // Turn 2: the big output pays; the small one keeps the decision made at first sight (prefix stability).
-    assert_eq!(output_of(&requests[1], "a"), small);
-    assert!(ctxgate::ctxzip::contains_marker(&output_of(
-        &requests[1],
-        "b"
-    )));
-    // Turn 3: the conversation carries the tool now, so a small saving pays for its own marker.
-    assert_eq!(output_of(&requests[2], "a"), small);
+    // Turn 2: the big output pays for the first marker. It changes the request's head, so the provider reads the
+    // whole prefix again anyway: the small output that waited for it goes compressed with it.
+    for id in ["a", "b"] {
+        assert!(
+            ctxgate::ctxzip::contains_marker(&output_of(&requests[1], id)),
+            "{id}"
+        );
+    }
+    assert!(requests[1].get("tools").is_some());
+    // Turn 3: the conversation carries the tool now, so a small saving pays for its own marker; the earlier
+    // items keep the bytes of turn 2 (prefix stability).
+    assert_eq!(output_of(&requests[2], "a"), output_of(&requests[1], "a"));
     assert_eq!(output_of(&requests[2], "b"), output_of(&requests[1], "b"));
     assert!(ctxgate::ctxzip::contains_marker(&output_of(
         &requests[2],
         "c"
     )));
-    // The verbatim decision survives a restart: a new proxy on the same store sends turn 3 the same way.
+    // The decisions survive a restart: a new proxy on the same store sends turn 3 the same way.
     proxy.stop().await;
     let mut opts = ProxyOptions::new(&mock_url(&mock));
     opts.store_path = Some(store_path);
     let again = start_proxy_with(opts).await;
-    assert_eq!(post(&again, &turn(&input)).await.status(), 200);
+    assert_eq!(post(&again, &threshold_turn(&input)).await.status(), 200);
     let after_restart = sent(&mock);
     assert_eq!(after_restart[3]["input"], requests[2]["input"]);
+}
+
+#[tokio::test]
+async fn small_savings_add_up_to_the_first_marker_even_across_a_restart() {
+    for restart in [false, true] {
+        let mock = start_mock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let store_path = dir.path().join("add-up.redb");
+        let start = || {
+            let mut opts = ProxyOptions::new(&mock_url(&mock));
+            opts.store_path = Some(store_path.clone());
+            start_proxy_with(opts)
+        };
+        let mut proxy = start().await;
+        // Each saves about 290 estimated tokens: alone, less than the first marker's cost (352); two together pay.
+        let first = passing_log("first", 42);
+        let second = passing_log("second", 42);
+        let third = passing_log("third", 42);
+        let mut input = vec![
+            json!({"role": "user", "content": "Build it."}),
+            shell_call("a"),
+            shell_output("a", &first),
+        ];
+        let resp = post(&proxy, &threshold_turn(&input)).await;
+        assert_eq!(resp.headers()["x-ctxgate-compressed"], "0");
+        if restart {
+            // The waiting decision is read back from the store, not from the stopped proxy's memory.
+            proxy.stop().await;
+            proxy = start().await;
+        }
+        input.extend([shell_call("b"), shell_output("b", &second)]);
+        let resp = post(&proxy, &threshold_turn(&input)).await;
+        assert_eq!(
+            resp.headers()["x-ctxgate-compressed"],
+            "2",
+            "restart: {restart}"
+        );
+        input.extend([shell_call("c"), shell_output("c", &third)]);
+        let resp = post(&proxy, &threshold_turn(&input)).await;
+        assert_eq!(
+            resp.headers()["x-ctxgate-compressed"],
+            "3",
+            "restart: {restart}"
+        );
+        let requests = sent(&mock);
+        assert_eq!(output_of(&requests[0], "a"), first);
+        assert!(requests[0].get("tools").is_none());
+        for id in ["a", "b"] {
+            assert!(ctxgate::ctxzip::contains_marker(&output_of(
+                &requests[1],
+                id
+            )));
+            assert_eq!(output_of(&requests[2], id), output_of(&requests[1], id));
+        }
+        assert!(requests[1].get("tools").is_some());
+        assert!(ctxgate::ctxzip::contains_marker(&output_of(
+            &requests[2],
+            "c"
+        )));
+        proxy.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn waiting_savings_must_also_pay_for_the_cached_prefix_they_make_the_provider_read_again() {
+    let mock = start_mock().await;
+    let proxy = start_proxy_with(ProxyOptions::new(&mock_url(&mock))).await;
+    // A task of about 6,400 estimated tokens: the first marker must save a tenth of the prefix before it.
+    let task = "Rule: keep every test green. ".repeat(880);
+    let mut input = vec![json!({"role": "user", "content": task})];
+    let mut compressed = Vec::new();
+    for (id, tag) in [("a", "first"), ("b", "second"), ("c", "third")] {
+        input.extend([shell_call(id), shell_output(id, &passing_log(tag, 42))]);
+        let resp = post(&proxy, &threshold_turn(&input)).await;
+        compressed.push(
+            resp.headers()["x-ctxgate-compressed"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    // Two outputs save about 570 tokens, under a tenth of the ~7,000 before the second: they wait. The third
+    // brings the sum to about 860, over a tenth of the ~7,600 before it: all three go compressed together.
+    assert_eq!(compressed, ["0", "0", "3"]);
+    let requests = sent(&mock);
+    assert!(requests[1].get("tools").is_none());
+    assert_eq!(output_of(&requests[1], "b"), passing_log("second", 42));
+    proxy.stop().await;
 }
 
 #[tokio::test]
@@ -444,8 +545,6 @@ async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn
     // A system prompt of about 2,000 estimated tokens: the head every turn of this conversation repeats.
     let system = "Run one shell command per turn and explain why.\n".repeat(170);
     let small = passing_log("small", 42);
-    let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
-    let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
     let mut input = vec![
         json!({"role": "developer", "content": system}),
         json!({"role": "user", "content": "Build it."}),
@@ -456,9 +555,12 @@ async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn
     // The client's view of the answer does not show the tool it never sent.
     let answer: Value = first.json().await.unwrap();
     assert!(!answer.to_string().contains("context_expand"));
-    input.extend([call("a"), out("a", &small)]);
+    input.extend([shell_call("a"), shell_output("a", &small)]);
     assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
-    input.extend([call("b"), out("b", &passing_log("again", 42))]);
+    input.extend([
+        shell_call("b"),
+        shell_output("b", &passing_log("again", 42)),
+    ]);
     assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
     let requests = sent(&mock);
     assert_eq!(requests.len(), 3);

@@ -165,12 +165,14 @@ async fn a_chat_answer_sent_verbatim_is_compressed_later_only_when_worth_the_cac
     assert_eq!(second.headers()["x-ctxgate-compressed"], "0");
     let sent = turn_requests(&mock).pop().unwrap();
     assert_eq!(sent["input"][1]["content"][0]["text"], notes());
+    // The conversation carries no marker yet: the answer waits for the first one, which would make the provider
+    // read the whole prefix again anyway.
     let metrics = proxy.metrics().await;
     assert!(
-        metrics.contains("ctxgate_compress_skipped_total{reason=\"cached_prefix\"} 1"),
+        metrics.contains("ctxgate_compress_skipped_total{reason=\"awaiting_first_marker\"} 1"),
         "{metrics}"
     );
-    // The decision is kept: a later turn does not change the answer either.
+    // A later turn that brings nothing worth a marker does not change the answer either.
     let mut more = items.clone();
     more.push(assistant("libssl3."));
     more.push(json!({"type":"message","role":"user","content":"And openssl?"}));

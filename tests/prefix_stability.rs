@@ -446,7 +446,7 @@ async fn a_compression_that_saves_too_little_is_not_applied() {
         proxy
             .metrics()
             .await
-            .contains("ctxgate_compress_skipped_total{reason=\"small_saving\"} 1")
+            .contains("ctxgate_compress_skipped_total{reason=\"awaiting_first_marker\"} 1")
     );
     proxy.stop().await;
 }

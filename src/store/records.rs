@@ -70,6 +70,12 @@ pub struct CompressedForm {
     /// its marker then): remembered so that every later turn, and a restart, sends the same bytes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub verbatim: bool,
+    /// Sent verbatim so far only because the conversation carries no marker yet and its new outputs did not pay
+    /// for the first one: compressed together with the others when they do (the tool changes the request's head
+    /// then, so the provider reads everything again anyway). Written with `verbatim` set too, so a build that does
+    /// not know this flag keeps sending the text as it was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waiting: bool,
 }
 
 /// Store key of a compressed form: per conversation anchor, per original.

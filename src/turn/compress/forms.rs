@@ -27,6 +27,8 @@ pub(super) struct MarkerUse {
 pub(super) enum Known {
     Compressed(String, MarkerUse),
     Verbatim,
+    /// Sent verbatim so far, waiting for the conversation's first marker ([`CompressedForm::waiting`]).
+    Waiting,
     New,
 }
 
@@ -77,6 +79,9 @@ impl CompressStage {
         else {
             return Ok(Known::New);
         };
+        if form.waiting {
+            return Ok(Known::Waiting);
+        }
         if form.verbatim {
             return Ok(Known::Verbatim);
         }
@@ -189,6 +194,7 @@ impl CompressStage {
                     tokens_before: f.before,
                     tokens_after: f.after,
                     verbatim: false,
+                    waiting: false,
                 };
                 (ctx.tenant.to_owned(), f.form_key.clone(), form)
             })
@@ -248,8 +254,9 @@ impl CompressStage {
     }
 
     /// Remembers, in the background, that this conversation sends `text` verbatim: a later turn (or a restart)
-    /// must not compress it then, or the prefix the provider cached would change.
-    pub(super) fn remember_verbatim(&self, ctx: &Context<'_>, form_key: String) {
+    /// must not compress it then, or the prefix the provider cached would change. `waiting`: only until the
+    /// conversation's first marker, which changes the request's head and so the whole cached prefix anyway.
+    pub(super) fn remember_verbatim(&self, ctx: &Context<'_>, form_key: String, waiting: bool) {
         let form = CompressedForm {
             v: RECORD_VERSION,
             text: String::new(),
@@ -257,6 +264,7 @@ impl CompressStage {
             tokens_before: 0,
             tokens_after: 0,
             verbatim: true,
+            waiting,
         };
         let key = form_key;
         let expires = Some(self.records.now() + self.settings.ttl.as_secs());
@@ -266,7 +274,11 @@ impl CompressStage {
             &key,
             &form,
             expires,
-            "a verbatim decision",
+            if waiting {
+                "a decision waiting for the first marker"
+            } else {
+                "a verbatim decision"
+            },
         );
     }
 

@@ -29,6 +29,7 @@ use crate::responses::shape::{Shape, longest_text, rewrite_texts, shape_of};
 use crate::store::records::{Records, SAVINGS_KEY, compressed_key};
 use crate::telemetry::{Metrics, ReasonLabels};
 use candidate::{Compression, Pending, TextState};
+use decide::CatchUp;
 use forms::{ByKind, Context, Known, MarkerUse};
 use positions::Positions;
 use prefix::{Heads, Settled};
@@ -41,6 +42,13 @@ const NOTES_MIN_CHARS: usize = 1024;
 pub const COMPRESSED_HEADER: &str = "x-ctxgate-compressed";
 pub const SAVED_HEADER: &str = "x-ctxgate-saved-tokens";
 const MEMO_CAPACITY: usize = 50_000;
+
+/// The text lengths from which the stage looks at an item (see [`CompressStage::apply`]).
+struct Limits {
+    min: usize,
+    min_repeat: usize,
+    min_notes: usize,
+}
 
 pub struct CompressStage {
     settings: CompressSettings,
@@ -133,16 +141,49 @@ impl Stage for CompressStage {
         }
         let anchor_key = turn.anchor_key(None);
         let tenant = turn.tenant().to_string();
-        let Some(items) = turn.body.items() else {
-            return Ok(());
-        };
         // The head settled on an earlier turn is replayed, not examined again. A follow-up expand round carries the
         // first round's rewritten items, not the client's: it takes the full pass and is not remembered.
         let conversation = prefix::conversation_key(&tenant, &anchor_key);
-        let mut head = if turn.expand_active {
+        let head = if turn.expand_active {
             None
         } else {
             self.heads.find(conversation, &turn.body)
+        };
+        let limits = Limits {
+            min,
+            min_repeat,
+            min_notes,
+        };
+        let ids = (tenant.as_str(), anchor_key.as_str(), conversation);
+        match self.pass(turn, head, &limits, ids).await {
+            Ok(done) => done,
+            // The first marker comes with texts of the settled head: every item is looked at again. That pass
+            // has no settled head, so it decides without asking again.
+            Err(CatchUp) => match self.pass(turn, None, &limits, ids).await {
+                Ok(done) => done,
+                Err(CatchUp) => nothing(turn),
+            },
+        }
+    }
+}
+
+impl CompressStage {
+    /// One pass of the stage over the turn's items after `head` (all of them without one): decides, rewrites
+    /// `turn`'s body and remembers the new head. `CatchUp` before anything is changed or stored when the first
+    /// marker needs texts of the head.
+    async fn pass(
+        &self,
+        turn: &mut Turn,
+        mut head: Option<Arc<prefix::Decided>>,
+        &Limits {
+            min,
+            min_repeat,
+            min_notes,
+        }: &Limits,
+        (tenant, anchor_key, conversation): (&str, &str, u128),
+    ) -> Result<Result<(), StageError>, CatchUp> {
+        let Some(items) = turn.body.items() else {
+            return Ok(Ok(()));
         };
         let mut scan = Scan::new(self, items, head.as_deref());
         let mut positions = scan.positions(&self.settings);
@@ -178,7 +219,7 @@ impl Stage for CompressStage {
                 let none = (&Settled::default(), &[][..]);
                 self.remember_head(conversation, &scan, head.as_ref(), none, &turn.body);
             }
-            return nothing(turn);
+            return Ok(nothing(turn));
         }
         // Borrowed from the shapes: a long transcript has thousands of calls, and this runs every turn.
         let mut calls: rustc_hash::FxHashMap<&str, (&str, &str)> = rustc_hash::FxHashMap::default();
@@ -197,7 +238,7 @@ impl Stage for CompressStage {
             _ => String::new(),
         };
         let ctx = Context {
-            tenant: &tenant,
+            tenant,
             first_user: &first_user,
             request_id: &turn.request_id,
         };
@@ -342,9 +383,9 @@ impl Stage for CompressStage {
                                 item.sources.push((s, items[s].content_key()));
                             }
                         }
-                        compressed_key(&anchor_key, &format!("{hash}~{}", r.context()))
+                        compressed_key(anchor_key, &format!("{hash}~{}", r.context()))
                     }
-                    _ => compressed_key(&anchor_key, &hash),
+                    _ => compressed_key(anchor_key, &hash),
                 };
                 let in_context = repeats.as_ref().zip(seen.as_ref());
                 let state = match self.known(&ctx, (&text, &hash), tool, &form_key).await {
@@ -354,7 +395,9 @@ impl Stage for CompressStage {
                         TextState::Known(new, marker)
                     }
                     Ok(Known::Verbatim) => TextState::Verbatim,
-                    Ok(Known::New) => {
+                    Ok(known @ (Known::New | Known::Waiting)) => {
+                        // A waiting text was sent verbatim on earlier turns: the provider has cached it so.
+                        item.late |= matches!(known, Known::Waiting);
                         match self.fresh(
                             &ctx,
                             (&text, &hash),
@@ -378,13 +421,25 @@ impl Stage for CompressStage {
             }
             pending.push(item);
         }
-        let (decided, faulted) = self
-            .decide(&ctx, &turn.request_id, items, pending, has_marker)
-            .await;
-        rewrites.extend(decided);
-        if let Some(i) = faulted {
+        // The texts of the settled head that wait for the first marker (its later items are looked at now).
+        let waiting_elsewhere = head
+            .as_ref()
+            .filter(|h| !h.has_marker)
+            .map_or(0, |h| h.waiting_saving);
+        let decisions = self
+            .decide(
+                &ctx,
+                &turn.request_id,
+                items,
+                pending,
+                (has_marker, waiting_elsewhere),
+            )
+            .await?;
+        rewrites.extend(decisions.compressed);
+        if let Some(i) = decisions.faulted {
             settled.open(i);
         }
+        settled.waiting = decisions.waiting;
         if !turn.expand_active {
             let tail = rewrites.get(replayed..).unwrap_or_default();
             self.remember_head(
@@ -398,7 +453,7 @@ impl Stage for CompressStage {
         // Borrowed from the forms: a long transcript's every turn carries all of its markers again.
         let markers: Vec<&MarkerUse> = rewrites.iter().flat_map(|(_, c)| &c.markers).collect();
         let wire_saved: u64 = markers.iter().map(|m| m.saved_tokens).sum();
-        self.refresh(&tenant, &markers);
+        self.refresh(tenant, &markers);
         let count = rewrites.len();
         for (i, c) in rewrites {
             turn.body.replace_item_encoded(i, c.encoded());
@@ -407,7 +462,7 @@ impl Stage for CompressStage {
         if wire_saved > 0 {
             let delta = i64::try_from(wire_saved).unwrap_or(i64::MAX);
             self.records
-                .count_later(&tenant, SAVINGS_KEY, vec![("wire_saved_tokens", delta)]);
+                .count_later(tenant, SAVINGS_KEY, vec![("wire_saved_tokens", delta)]);
         }
         self.metrics
             .savings
@@ -415,6 +470,6 @@ impl Stage for CompressStage {
             .fetch_add(wire_saved, std::sync::atomic::Ordering::Relaxed);
         turn.add_response_header(COMPRESSED_HEADER, count.to_string());
         turn.add_response_header(SAVED_HEADER, wire_saved.to_string());
-        Ok(())
+        Ok(Ok(()))
     }
 }

@@ -44,6 +44,8 @@ pub(super) struct Decided {
     pub excluded: u64,
     /// Whether the conversation carries a marker by then (the expand tool is paid for).
     pub has_marker: bool,
+    /// While it carries none: the estimated saving of the texts among them that wait for the first marker.
+    pub waiting_saving: u64,
     /// Index of the first user message, if among them.
     pub first_user: Option<usize>,
     /// User messages among them, and the positions of the last few (as many as recent turns are protected).
@@ -141,6 +143,8 @@ pub(super) struct Settled {
     pub markers: Vec<usize>,
     /// Candidates the positions let through, and whether each is a function output.
     pub allowed: Vec<(usize, bool)>,
+    /// Candidates whose saving waits for the conversation's first marker, with that saving.
+    pub waiting: Vec<(usize, u64)>,
 }
 
 impl Settled {
@@ -180,6 +184,12 @@ impl CompressStage {
             excluded: settled.excluded.iter().filter(|i| **i < through).count() as u64,
             has_marker: settled.markers.iter().any(|i| *i < through)
                 || rewrites.iter().any(|(i, _)| *i < through),
+            waiting_saving: settled
+                .waiting
+                .iter()
+                .filter(|(i, _)| *i < through)
+                .map(|(_, saved)| saved)
+                .sum(),
             last_allowed_output: last_allowed(true),
             last_allowed_live: last_allowed(false),
             ..Decided::default()

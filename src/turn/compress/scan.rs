@@ -243,6 +243,11 @@ impl Scan {
             head.rewrites = rewrites;
             head.excluded += p.excluded;
             head.has_marker |= p.has_marker;
+            head.waiting_saving = if head.has_marker {
+                0
+            } else {
+                head.waiting_saving + p.waiting_saving
+            };
             head.last_allowed_output = head.last_allowed_output.or(p.last_allowed_output);
             head.last_allowed_live = head.last_allowed_live.or(p.last_allowed_live);
         }
