@@ -378,6 +378,7 @@ fn compress(args: CompressArgs) -> ExitCode {
             notes: args.notes,
             viewed_source: args.command.as_deref().is_some_and(|c| {
                 ctxgate::ctxzip::views::views_source_file(
+                    "shell",
                     &serde_json::json!({ "command": c }).to_string(),
                 )
             }),

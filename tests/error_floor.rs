@@ -253,6 +253,27 @@ async fn a_range_of_a_source_file_reaches_the_upstream_verbatim_even_when_it_rea
     assert_eq!(output_received(&mock, &proxy, view, &doc).await, doc);
     let run = ("source-range-run", "Fix the docs.", "python print_docs.py");
     assert_ne!(output_received(&mock, &proxy, run, &doc).await, doc);
+    // A tool that reads files (Codex's `read_file`, an MCP server's `read_text_file`) names the file itself.
+    let read = |tool: &str, path: &str| {
+        json!({
+            "model": "mock-ok",
+            "prompt_cache_key": format!("read-{tool}-{path}"),
+            "input": [
+                {"role": "user", "content": "Fix the docs."},
+                {"type": "function_call", "call_id": "c1", "name": tool, "arguments": json!({"file_path": path, "offset": 501}).to_string()},
+                {"type": "function_call_output", "call_id": "c1", "output": &doc}
+            ]
+        })
+    };
+    for (tool, path, verbatim) in [
+        ("read_file", "sklearn/linear_model/model.py", true),
+        ("read_file", "docs/glmnet.txt", false),
+        ("read_dir", "sklearn/linear_model/model.py", false),
+    ] {
+        assert_eq!(post(&proxy, &read(tool, path)).await.status(), 200);
+        let received = output_of(sent(&mock).last().unwrap(), "c1");
+        assert_eq!(received == doc, verbatim, "{tool} {path}");
+    }
 }
 
 #[tokio::test]

@@ -3,14 +3,47 @@
 //! Source stays verbatim (an agent edits against what it sees), and the text alone does not always tell source
 //! from prose: a range cut out of a long docstring (`sed -n '501,600p' model.py`) reads like documentation. The
 //! call that produced the output does tell. In the request path the compress stage asks [`views_source_file`]
-//! about each output's call arguments; when it says yes, the output is source unless its command failed or its
+//! about each output's call (the tool's name and arguments); when it says yes, the output is source unless its command failed or its
 //! text reads as generated ([`looks_generated`]: a minified bundle, a dump).
 
 use serde_json::Value;
 
-/// Programs that only print a file, or part of it, when they are every stage of a shell command.
-const VIEWERS: [&str; 9] = [
-    "cat", "nl", "head", "tail", "sed", "less", "more", "bat", "batcat",
+/// Programs that only print a file, or part of it, when they are every stage of a shell command (`open` is
+/// SWE-agent's file viewer).
+const VIEWERS: [&str; 10] = [
+    "cat", "nl", "head", "tail", "sed", "less", "more", "bat", "batcat", "open",
+];
+
+/// Words of a tool's name that say it reads a file (`read_file`, `ReadFile`, `view_file`, an MCP server's
+/// `read_text_file`), and words that say it does something else with files too (`read_dir`, `edit_file`).
+const READ_WORDS: [&str; 5] = ["read", "view", "open", "cat", "show"];
+const OTHER_WORDS: [&str; 14] = [
+    "write",
+    "edit",
+    "create",
+    "replace",
+    "delete",
+    "dir",
+    "directory",
+    "list",
+    "ls",
+    "search",
+    "grep",
+    "find",
+    "image",
+    "url",
+];
+
+/// Arguments a reading tool names its file with.
+const PATH_KEYS: [&str; 8] = [
+    "path",
+    "file_path",
+    "filePath",
+    "absolute_path",
+    "file",
+    "filename",
+    "target_file",
+    "uri",
 ];
 
 /// Extensions of source and build files an agent edits.
@@ -28,7 +61,10 @@ const SOURCE_NAMES: [&str; 4] = ["Makefile", "Dockerfile", "CMakeLists.txt", "Je
 /// (`{"command": "view", "path": "src/app.py"}`), or a shell command — a string, or Codex's `["bash", "-lc", …]` —
 /// whose every stage is a viewer (`cat`, `nl -ba`, `sed -n '1,80p'`, `head`, `tail`; `cd` allowed) and that names
 /// one. `grep` is a search, not a view; `sed` without `-n` edits.
-pub fn views_source_file(arguments: &str) -> bool {
+///
+/// A tool whose name says it reads a file (`read_file`, Codex's and the MCP filesystem server's readers) views
+/// source when the file it names ([`PATH_KEYS`]) is one.
+pub fn views_source_file(tool: &str, arguments: &str) -> bool {
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
         return false;
     };
@@ -38,7 +74,13 @@ pub fn views_source_file(arguments: &str) -> bool {
             Some(Value::String(c)) => c.as_str(),
             _ => return false,
         },
-        _ => return false,
+        _ => {
+            return is_reader(tool)
+                && PATH_KEYS
+                    .iter()
+                    .filter_map(|k| args.get(*k).and_then(Value::as_str))
+                    .any(is_source_path);
+        }
     };
     if command == "view" {
         return args
@@ -74,6 +116,26 @@ fn shell_views_source(command: &str) -> bool {
             .any(is_source_path);
     }
     names_source
+}
+
+/// Whether a tool's name says it reads files and nothing else: one of its words (split at `_`, `-`, `.`, and
+/// lower-to-upper case changes) is in [`READ_WORDS`] and none is in [`OTHER_WORDS`].
+fn is_reader(tool: &str) -> bool {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in tool.chars() {
+        if !c.is_ascii_alphanumeric() || (c.is_ascii_uppercase() && previous_lower) {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_ascii_lowercase();
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+    }
+    words.push(word);
+    words.iter().any(|w| READ_WORDS.contains(&w.as_str()))
+        && !words.iter().any(|w| OTHER_WORDS.contains(&w.as_str()))
 }
 
 /// A line this long is no hand-written source: a minified bundle, a generated table, a dump's `INSERT`.
@@ -119,8 +181,37 @@ mod tests {
             r#"{"command": ["bash", "-lc", "sed -n '1,200p' src/turn/mod.rs"]}"#,
             r#"{"command": "view", "path": "/repo/app/models.py"}"#,
             r#"{"cmd": "cat Makefile"}"#,
+            r#"{"command": "open src/astropy/io/fits/card.py 1200"}"#,
         ] {
-            assert!(views_source_file(yes), "{yes}");
+            assert!(views_source_file("shell", yes), "{yes}");
+        }
+        // A reading tool names its file in its own arguments.
+        for (tool, yes) in [
+            (
+                "read_file",
+                r#"{"file_path": "/repo/src/lib.rs", "offset": 40, "limit": 120}"#,
+            ),
+            ("ReadFile", r#"{"absolute_path": "/repo/app/models.py"}"#),
+            (
+                "mcp__filesystem__read_text_file",
+                r#"{"path": "src/index.ts"}"#,
+            ),
+            ("view_file", r#"{"target_file": "pkg/server.go"}"#),
+        ] {
+            assert!(views_source_file(tool, yes), "{tool} {yes}");
+        }
+        for (tool, no) in [
+            ("read_file", r#"{"file_path": "/var/log/app.log"}"#),
+            ("read_dir", r#"{"path": "src/lib.rs"}"#),
+            (
+                "edit_file",
+                r#"{"path": "src/lib.rs", "old": "a", "new": "b"}"#,
+            ),
+            ("fetch", r#"{"url": "https://example.com/app.py"}"#),
+            ("run_tests", r#"{"path": "tests/test_app.py"}"#),
+            ("readUrl", r#"{"uri": "https://example.com/app.py"}"#),
+        ] {
+            assert!(!views_source_file(tool, no), "{tool} {no}");
         }
         for no in [
             r#"{"command": "cat AUTHORS"}"#,
@@ -135,7 +226,7 @@ mod tests {
             "not json",
             r#"["cat", "a.py"]"#,
         ] {
-            assert!(!views_source_file(no), "{no}");
+            assert!(!views_source_file("shell", no), "{no}");
         }
     }
 

@@ -112,7 +112,7 @@ impl CompressStage {
         &self,
         ctx: &Context<'_>,
         (text, hash): (&str, &str),
-        arguments: &str,
+        (tool, arguments): (&str, &str),
         form_key: String,
         by_kind: ByKind,
         repeats: Option<(&ctxzip::repeats::Repeats, &ctxzip::repeats::Seen<'_>)>,
@@ -123,7 +123,7 @@ impl CompressStage {
             keep_patterns: self.settings.keep_patterns.clone(),
             compress_code: self.settings.code,
             notes: by_kind == ByKind::Notes,
-            viewed_source: ctxzip::views::views_source_file(arguments),
+            viewed_source: ctxzip::views::views_source_file(tool, arguments),
         };
         let own = by_kind != ByKind::No;
         let made =

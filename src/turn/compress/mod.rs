@@ -401,7 +401,7 @@ impl CompressStage {
                         match self.fresh(
                             &ctx,
                             (&text, &hash),
-                            arguments,
+                            (tool, arguments),
                             form_key,
                             by_kind,
                             in_context,
