@@ -683,3 +683,40 @@ async fn a_body_that_names_a_member_twice_reaches_the_upstream_unchanged() {
         );
     }
 }
+
+#[tokio::test]
+async fn install_chatter_reaches_the_upstream_thinned_with_its_outcome_and_errors() {
+    // 36 lines, short enough for a log's head and tail to keep every one: the run of `Requirement already
+    // satisfied` lines keeps its first three and last two.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::from("<returncode>0</returncode>\n<output>\nObtaining file:///testbed\n");
+    for i in 0..30 {
+        let note = if i == 17 {
+            " (error reading RECORD)"
+        } else {
+            ""
+        };
+        log.push_str(&format!(
+            "Requirement already satisfied: dependency-{i}>=2.0 in /opt/miniconda3/envs/testbed/lib/python3.9/site-packages (from Sphinx==4.1.0) (2.{i}.1){note}\n"
+        ));
+    }
+    log.push_str("Installing collected packages: Sphinx\nSuccessfully installed Sphinx\n</output>");
+    let turn = (
+        "install-chatter",
+        "Install the package.",
+        "pip install -e .",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    for kept in [
+        "dependency-0>=",
+        "dependency-2>=",
+        "dependency-28>=",
+        "dependency-29>=",
+        "(2.17.1) (error reading RECORD)\n",
+        "Successfully installed Sphinx",
+    ] {
+        assert!(received.contains(kept), "{kept}: {received}");
+    }
+    assert!(!received.contains("dependency-10>="), "{received}");
+    assert_shrinks(&log, &received, (1, 2));
+}

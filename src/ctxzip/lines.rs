@@ -40,6 +40,10 @@ pub(crate) struct Params {
     /// stays. Only where a line's text says what it is: listings, XML test reports (whose floor lines are suite
     /// and test elements carrying their own names and counts) and terminal redraws ([`is_redraw`]).
     pub gather_floor: bool,
+    /// Within the head and the tail, a run of lines that all begin with the same word (`Requirement already
+    /// satisfied`, `Compiling`, `Downloading`) keeps only its first and last few ([`thin_runs`]): chatter that
+    /// says one thing many times. Not for listings, whose head is a sample in sort order.
+    pub thin_runs: bool,
 }
 
 /// Error regions a compressor keeps whole.
@@ -64,6 +68,7 @@ pub(crate) const PLAIN: Params = Params {
     regions: Regions::None,
     error_words: true,
     gather_floor: false,
+    thin_runs: true,
 };
 
 /// A listing ([`is_listing`]: `find`, `git ls-files`, `ls -R`, `pip list`, `ls -la`): its head and tail are samples
@@ -74,6 +79,7 @@ pub(crate) const PATHS: Params = Params {
     head: 12,
     tail: 6,
     gather_floor: true,
+    thin_runs: false,
     ..PLAIN
 };
 
@@ -89,6 +95,7 @@ pub(crate) const NOTES: Params = Params {
     regions: Regions::None,
     error_words: true,
     gather_floor: false,
+    thin_runs: false,
 };
 
 /// An error line seen this often is already visible as the exact line; later copies may go into a gap.
@@ -334,6 +341,9 @@ fn select(
     keep.iter_mut()
         .skip(n.saturating_sub(p.tail))
         .for_each(|k| *k = true);
+    if p.thin_runs {
+        thin_runs(recs, &mut keep);
+    }
     match p.regions {
         Regions::None => {}
         Regions::Runs => regions::mark(texts, &mut keep, &mut repeated),
@@ -427,6 +437,54 @@ fn select(
         keep,
         floor_only,
         repeated,
+    }
+}
+
+/// A run of at least this many lines beginning with the same word is thinned; its first [`RUN_FIRST`] and last
+/// [`RUN_LAST`] lines stay.
+const MIN_RUN: usize = 8;
+const RUN_FIRST: usize = 3;
+const RUN_LAST: usize = 2;
+
+/// Log levels: lines that begin with one each say something of their own (a program's debug trace), unlike
+/// chatter.
+const LEVEL_WORDS: [&str; 8] = [
+    "trace", "debug", "info", "notice", "warn", "warning", "error", "fine",
+];
+
+/// The word a line begins with, for [`thin_runs`]: an unindented word of at least three letters (a trailing `:`
+/// allowed) that is no log level. Indented lines (a traceback's frames, a block's body) and lines that begin with
+/// a number, a path or punctuation have none, so they never form a run.
+fn lead_word(line: &str) -> Option<&str> {
+    let word = line.split_whitespace().next()?;
+    let letters = word.strip_suffix(':').unwrap_or(word);
+    (!line.starts_with(char::is_whitespace)
+        && letters.len() >= 3
+        && letters.bytes().all(|b| b.is_ascii_alphabetic())
+        && !LEVEL_WORDS.iter().any(|l| letters.eq_ignore_ascii_case(l)))
+    .then_some(word)
+}
+
+/// Unkeeps the middle of each run of [`MIN_RUN`] or more kept lines that begin with the same word. Error lines,
+/// keep-pattern and query lines, and error regions are marked afterwards, so they stay whatever run they are in.
+fn thin_runs(recs: &[Rec<'_>], keep: &mut [bool]) {
+    let n = recs.len();
+    let mut i = 0;
+    while i < n {
+        let Some(word) = lead_word(recs[i].text).filter(|_| keep[i]) else {
+            i += 1;
+            continue;
+        };
+        let mut end = i + 1;
+        while end < n && keep[end] && lead_word(recs[end].text) == Some(word) {
+            end += 1;
+        }
+        if end - i >= MIN_RUN {
+            keep[i + RUN_FIRST..end - RUN_LAST]
+                .iter_mut()
+                .for_each(|k| *k = false);
+        }
+        i = end;
     }
 }
 

@@ -95,6 +95,7 @@ const LOG_LIKE: Params = Params {
     regions: Regions::None,
     error_words: true,
     gather_floor: false,
+    thin_runs: false,
 };
 
 #[test]
@@ -344,4 +345,57 @@ fn a_traceback_printed_again_shows_its_exception_and_points_back_for_its_frames(
         out.len(),
         text.len()
     );
+}
+
+#[test]
+fn a_run_of_lines_saying_one_thing_keeps_its_first_and_last_few() {
+    // `pip install` chatter: short enough that the head and the tail would keep every line.
+    let mut text =
+        String::from("Obtaining file:///testbed\n  Preparing metadata (setup.py): started\n");
+    for i in 0..23 {
+        let extra = if i == 11 { " (failed to stat)" } else { "" };
+        text.push_str(&format!(
+            "Requirement already satisfied: package-{i}>=1.0 in /opt/conda/lib/python3.9/site-packages (1.{i}){extra}\n"
+        ));
+    }
+    text.push_str("Installing collected packages: Sphinx\n  Running setup.py develop for Sphinx\nSuccessfully installed Sphinx\n");
+    let out =
+        compress_with(&text, &ctx(&[], &[]), &PLAIN, &mut Tally::default()).unwrap_or_default();
+    for kept in [
+        "package-0>=",
+        "package-1>=",
+        "package-2>=",
+        "package-21>=",
+        "package-22>=",
+        "Obtaining",
+        "Successfully installed",
+    ] {
+        assert!(out.contains(kept), "{kept}: {out}");
+    }
+    // The error floor stays inside a thinned run.
+    assert!(out.contains(
+        "package-11>=1.0 in /opt/conda/lib/python3.9/site-packages (1.11) (failed to stat)\n"
+    ));
+    for dropped in ["package-3>=", "package-10>=", "package-20>="] {
+        assert!(!out.contains(dropped), "{dropped}: {out}");
+    }
+    assert_eq!(find_markers(&out).len(), 2, "{out}");
+    // Seven lines are no run; indented lines, numbers and listings never form one.
+    let short: String = (0..7)
+        .map(|i| format!("Compiling crate{i} v0.1.{i}\n"))
+        .collect();
+    assert!(compress_with(&short, &ctx(&[], &[]), &PLAIN, &mut Tally::default()).is_none());
+    for line in [
+        "  File \"a.py\", line 3, in f",
+        "200 OK",
+        "src/app.py",
+        "-rw-r--r-- 1 root",
+        "x: 1",
+        "DEBUG: join table=t1",
+        "INFO starting",
+    ] {
+        assert_eq!(lead_word(line), None, "{line}");
+    }
+    assert_eq!(lead_word("Compiling serde v1.0"), Some("Compiling"));
+    assert_eq!(lead_word("Downloading: 10%"), Some("Downloading:"));
 }

@@ -19,6 +19,7 @@ const LOG: Params = Params {
     regions: Regions::Runs,
     error_words: true,
     gather_floor: false,
+    thin_runs: true,
 };
 
 /// An output that reports a failure: the end of the run is where the verdict is, so more of it stays, and
@@ -33,6 +34,7 @@ const FAILING: Params = Params {
     regions: Regions::Runs,
     error_words: true,
     gather_floor: false,
+    thin_runs: true,
 };
 
 pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
@@ -51,6 +53,7 @@ const JSON_LINES: Params = Params {
     regions: Regions::None,
     error_words: true,
     gather_floor: false,
+    thin_runs: false,
 };
 
 pub(crate) fn compress_json_lines(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {

@@ -25,6 +25,7 @@ const REPORT: Params = Params {
     regions: Regions::TestReport,
     error_words: false,
     gather_floor: true,
+    thin_runs: false,
 };
 
 /// A failure element longer than this keeps its first and last lines (the message, the deepest frames).
