@@ -152,8 +152,9 @@ fn note() -> String {
         if i == 15 {
             t.push_str("So the TypeError comes from the alias handling.\n");
         }
+        let opening = ["Then", "So", "Next,"][i % 3];
         t.push_str(&format!(
-            "Step {i}: the docs builder calls the documenter for alias {i}.\n"
+            "{opening} the docs builder calls the documenter for alias {i}.\n"
         ));
     }
     t.push_str("I will print the documenter used for each alias.");
