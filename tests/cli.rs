@@ -59,8 +59,9 @@ fn compress_notes_keeps_a_short_head_and_tail() {
     let path = dir.path().join("note.txt");
     let mut note = String::from("THOUGHT: the listing shows the parser module.\n");
     for i in 0..40 {
+        let opening = ["Then", "So", "Next,"][i % 3];
         note.push_str(&format!(
-            "Step {i}: the builder calls the documenter for alias {i}.\n"
+            "{opening} the builder calls the documenter for alias {i}.\n"
         ));
     }
     note.push_str("I will print the documenter used for each alias.");
