@@ -68,15 +68,15 @@ impl CompressStage {
             .iter()
             .find(|p| !p.late && saving(p) > 0)
             .map_or(items.len(), |p| p.index);
-        let cached_before: u64 = items[..first_new]
-            .iter()
-            .map(|i| i.json_len() as u64)
-            .sum::<u64>()
-            / 4;
+        // The share (`min_saved_prefix_percent`) of the estimated tokens of `cached` that a change to them must save.
+        let share_of = |cached: &[Item]| -> u64 {
+            let tokens = cached.iter().map(|i| i.json_len() as u64).sum::<u64>() / 4;
+            tokens.saturating_mul(self.settings.min_saved_prefix_percent) / 100
+        };
         let first_threshold = self
             .settings
             .min_saved_tokens
-            .max(cached_before.saturating_mul(self.settings.min_saved_prefix_percent) / 100);
+            .max(share_of(&items[..first_new]));
         let first_marker =
             !has_marker && new_saving > 0 && new_saving + waiting_elsewhere >= first_threshold;
         if first_marker && waiting_elsewhere > 0 {
@@ -92,13 +92,7 @@ impl CompressStage {
             || match pending.iter().find(|p| late_saving(p) > 0) {
                 None => true,
                 Some(first) => {
-                    let cached_after: u64 = items[first.index..]
-                        .iter()
-                        .map(|i| i.json_len() as u64)
-                        .sum::<u64>()
-                        / 4;
-                    pending.iter().map(late_saving).sum::<u64>()
-                        >= cached_after.saturating_mul(self.settings.min_saved_prefix_percent) / 100
+                    pending.iter().map(late_saving).sum::<u64>() >= share_of(&items[first.index..])
                 }
             };
         // Every new original of this request goes to the store in one durable transaction.
