@@ -720,3 +720,47 @@ async fn install_chatter_reaches_the_upstream_thinned_with_its_outcome_and_error
     assert!(!received.contains("dependency-10>="), "{received}");
     assert_shrinks(&log, &received, (1, 2));
 }
+
+#[tokio::test]
+async fn a_headed_table_reaches_the_upstream_with_the_rows_unlike_the_others() {
+    // `kubectl get pods` over 150 pods: a listing keeps a sample of its head and tail, and none of the odd rows
+    // holds an error word, so before, all three went behind the marker.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut table = String::from(
+        "NAME                              READY   STATUS             RESTARTS   AGE\n",
+    );
+    let mut odd = Vec::new();
+    for i in 0..150 {
+        let (ready, status, restarts) = match i {
+            41 => ("0/1", "CrashLoopBackOff", "14"),
+            77 => ("0/1", "OOMKilled", "3"),
+            103 => ("0/1", "Pending", "0"),
+            _ => ("1/1", "Running", "0"),
+        };
+        let row = format!(
+            "checkout-7d9f8c6b5-{i:05}         {ready:<7} {status:<18} {restarts:<10} 4d2h"
+        );
+        if status != "Running" {
+            odd.push(row.clone());
+        }
+        table.push_str(&row);
+        table.push('\n');
+    }
+    let turn = (
+        "odd-rows",
+        "Are the pods healthy?",
+        "kubectl get pods -n shop",
+    );
+    let received = output_received(&mock, &proxy, turn, &table).await;
+    for row in &odd {
+        assert!(
+            received.lines().any(|l| l == row),
+            "{row} missing:\n{received}"
+        );
+    }
+    assert!(
+        !received.contains("checkout-7d9f8c6b5-00060 "),
+        "{received}"
+    );
+    assert_shrinks(&table, &received, (1, 3));
+}

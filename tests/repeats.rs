@@ -170,3 +170,49 @@ async fn repeats_can_be_turned_off() {
     assert_eq!(output_of(&sent[0], "c3"), file_view("new_value"));
     assert_eq!(output_of(&sent[0], "c4"), test_run("1.31"));
 }
+
+/// Source whose identifiers say `error` every third line (`violation_error_message`, `on_error`): each is an
+/// error line by the floor's definition and stays visible, wherever it stands.
+fn error_word_view() -> String {
+    let mut s = String::from("<returncode>0</returncode>\n<output>\n");
+    for i in 1..=90 {
+        let line = match i % 3 {
+            0 => format!("        self.violation_error_message_{i} = violation_error_message"),
+            1 => format!("    def validate_{i}(self, model, instance, exclude=None, using={i}):"),
+            _ => format!("        queryset = model._default_manager.using(using).filter(pk={i})"),
+        };
+        s.push_str(&format!("{i:6}\t{line}\n"));
+    }
+    s.push_str("</output>");
+    s
+}
+
+#[tokio::test]
+async fn a_repeat_goes_on_through_the_error_lines_it_keeps_visible() {
+    // Before, a repeat ended at every error line, and pieces of two lines were not worth a marker: the second
+    // view went whole.
+    let (mock, proxy) = mock_and_proxy().await;
+    let view = error_word_view();
+    let mut input = vec![json!({"role": "user", "content": "Fix the constraint."})];
+    for id in ["v1", "v2"] {
+        input.push(call(id, "nl -ba django/db/models/constraints.py"));
+        input.push(output(id, &view));
+        let status = post_responses(&proxy, &body(&input), KEY).await.status();
+        assert_eq!(status, 200);
+    }
+    let sent = turn_requests(&mock);
+    let second = output_of(&sent[1], "v2");
+    assert!(
+        second
+            .contains("repeat lines 1-93 of the output of v1; the 30 lines below are among them\n"),
+        "{second}"
+    );
+    assert!(ctxgate::ctxzip::keeps_floor(&view, &second), "{second}");
+    assert_eq!(
+        second.matches("<<ctxzip:").count(),
+        1,
+        "one marker for the whole repeat: {second}"
+    );
+    assert!(second.len() * 2 < view.len(), "{second}");
+    assert_eq!(output_of(&sent[1], "v1"), view);
+}

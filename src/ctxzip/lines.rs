@@ -6,6 +6,7 @@
 //! line with a census of what it held. Everything is linear in the input: one split, one classification pass,
 //! one render.
 
+mod outliers;
 mod render;
 
 use rustc_hash::FxHashMap as FastMap;
@@ -353,6 +354,11 @@ fn select(
     let mut context_left = p.max_context;
     let mut warnings_left = MAX_WARNING_LINES;
     let mut other = keep.clone();
+    // A headed table's odd rows (`CrashLoopBackOff`, `0/1`, `Exited (137)`) stay like floor lines: gathered after
+    // a marker in a listing, each in its place otherwise.
+    for i in outliers::outlier_rows(recs) {
+        keep[i] = true;
+    }
     for i in 0..n {
         if flags[i] & KEEP != 0 {
             keep[i] = true;

@@ -93,6 +93,10 @@ struct Run {
     len: usize,
     source: usize,
     from: usize,
+    /// Lines inside the run that stay visible (error and keep-pattern lines), by line number: the run goes on
+    /// through them, so a file whose identifiers hold an error word (`violation_error_message`) every few lines
+    /// is still one run, not pieces too short for a marker.
+    shown: Vec<usize>,
 }
 
 /// What [`find`] found in one new output.
@@ -163,12 +167,12 @@ pub fn find(text: &str, ordinal: usize, seen: &Seen<'_>, opts: &Options) -> Opti
                 let (t, j) = (t as usize, j as usize);
                 let source = &seen.lines[t];
                 let mut n = 0;
-                while i + n < end
-                    && j + n < source.len()
-                    && !pinned[i + n]
-                    && lines[i + n] == source[j + n]
-                {
+                while i + n < end && j + n < source.len() && lines[i + n] == source[j + n] {
                     n += 1;
+                }
+                // A run never ends on a line that stays visible: that line follows it as it is.
+                while n > 0 && pinned[i + n - 1] {
+                    n -= 1;
                 }
                 if best.as_ref().is_none_or(|b| n > b.len) {
                     best = Some(Run {
@@ -176,23 +180,33 @@ pub fn find(text: &str, ordinal: usize, seen: &Seen<'_>, opts: &Options) -> Opti
                         len: n,
                         source: t,
                         from: j,
+                        shown: Vec::new(),
                     });
                 }
             }
         }
         match best {
-            Some(run)
-                if run.len >= MIN_RUN_LINES
-                    && lines[i..i + run.len]
-                        .iter()
-                        .map(|l| l.len() + 1)
-                        .sum::<usize>()
-                        >= MIN_RUN_BYTES =>
-            {
-                i += run.len;
-                runs.push(run);
+            Some(mut run) => {
+                run.shown = (run.start..run.start + run.len)
+                    .filter(|&k| pinned[k])
+                    .collect();
+                let hidden = run.len - run.shown.len();
+                let hidden_bytes: usize = (run.start..run.start + run.len)
+                    .filter(|&k| !pinned[k])
+                    .map(|k| lines[k].len() + 1)
+                    .sum();
+                // Worth its marker line: enough lines and bytes go, and no fewer than stay shown beside it.
+                if hidden >= MIN_RUN_LINES
+                    && hidden_bytes >= MIN_RUN_BYTES
+                    && hidden >= run.shown.len()
+                {
+                    i += run.len;
+                    runs.push(run);
+                } else {
+                    i += 1;
+                }
             }
-            _ => i += 1,
+            None => i += 1,
         }
     }
     if runs.is_empty() {
@@ -240,15 +254,24 @@ fn render_hashed(
         } else {
             "an earlier output".to_owned()
         };
+        let offloaded = run.len - run.shown.len();
+        let among = match run.shown.len() {
+            0 => String::new(),
+            1 => "; the line below is one of them".to_owned(),
+            k => format!("; the {k} lines below are among them"),
+        };
         pieces.push(Cow::Owned(format!(
-            "{} lines {}-{} repeat lines {}-{} of {name}",
-            marker(&hash, &format!("{}_lines_offloaded", run.len)),
+            "{} lines {}-{} repeat lines {}-{} of {name}{among}",
+            marker(&hash, &format!("{offloaded}_lines_offloaded")),
             run.start + 1,
             run.start + run.len,
             run.from + 1,
             run.from + run.len,
         )));
-        hidden += run.len;
+        for &k in &run.shown {
+            pieces.push(Cow::Borrowed(*lines.get(k)?));
+        }
+        hidden += offloaded;
         next = run.start + run.len;
     }
     pieces.extend(lines[next..].iter().map(|l| Cow::Borrowed(*l)));
@@ -386,6 +409,58 @@ mod tests {
         assert!(c.text.contains("\nE   AssertionError: expected 3, got 4\n"));
         assert!(c.text.contains("\ncheckpoint TENANT-7 reached\n"));
         assert!(keeps_floor(&body, &c.text));
+    }
+
+    #[test]
+    fn a_repeat_goes_on_through_lines_that_stay_visible() {
+        // Source whose identifiers hold an error word every third line: before, each piece between two such
+        // lines was too short for a marker and the whole repeat stayed.
+        let body: String = (0..60)
+            .map(|i| {
+                if i % 3 == 2 {
+                    format!("        self.violation_error_message = message_{i}\n")
+                } else {
+                    format!("        value_{i} = compute(value_{i}, other_{i})\n")
+                }
+            })
+            .collect();
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 0,
+            label: "call_view",
+            text: &body,
+        }]);
+        let r = find(&body, 1, &seen, &Options::default());
+        let c = r.as_ref().and_then(|r| render(&body, r, &seen));
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert_eq!(r.map(|r| r.runs.len()), Some(1));
+        assert!(
+            c.text.contains(
+                "_lines_offloaded>> lines 1-59 repeat lines 1-59 of the output of call_view; the 19 lines below \
+                 are among them\n        self.violation_error_message = message_2\n"
+            ),
+            "{}",
+            c.text
+        );
+        assert!(c.text.contains("40_lines_offloaded"));
+        assert!(keeps_floor(&body, &c.text));
+        assert!(c.text.len() * 2 < body.len());
+        // Kept lines never outnumber the lines that go: a run of mostly error lines is not worth its marker.
+        let dense: String = (0..30)
+            .map(|i| {
+                if i % 3 == 0 {
+                    format!("ordinary line number {i} of the run output\n")
+                } else {
+                    format!("error: step {i} failed to converge within its limit\n")
+                }
+            })
+            .collect();
+        let seen = Seen::new(vec![Earlier {
+            ordinal: 0,
+            label: "c",
+            text: &dense,
+        }]);
+        assert!(find(&dense, 1, &seen, &Options::default()).is_none());
     }
 
     #[test]
