@@ -764,3 +764,35 @@ async fn a_headed_table_reaches_the_upstream_with_the_rows_unlike_the_others() {
     );
     assert_shrinks(&table, &received, (1, 3));
 }
+
+#[tokio::test]
+async fn the_turn_that_catches_up_counts_its_skipped_outputs_once() {
+    // The second turn's first pass finds the first marker needs the waiting output of its settled head and is
+    // taken again whole: what it skipped is counted by the pass that goes through, not by both.
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.compress.exclude_tools = Some(vec!["secrets".into()]);
+    let proxy = start_proxy_with(opts).await;
+    let mut input = vec![
+        json!({"role": "user", "content": "Build it."}),
+        json!({"type": "function_call", "call_id": "s", "name": "secrets", "arguments": "{}"}),
+        shell_output("s", &passing_log("vault", 60)),
+        shell_call("a"),
+        shell_output("a", &passing_log("first", 42)),
+    ];
+    let resp = post(&proxy, &threshold_turn(&input)).await;
+    assert_eq!(resp.headers()["x-ctxgate-compressed"], "0");
+    input.extend([
+        shell_call("b"),
+        shell_output("b", &passing_log("second", 42)),
+    ]);
+    let resp = post(&proxy, &threshold_turn(&input)).await;
+    assert_eq!(resp.headers()["x-ctxgate-compressed"], "2");
+    assert_eq!(output_of(&sent(&mock)[1], "s"), passing_log("vault", 60));
+    // Once per turn that carries it: two turns, two.
+    let metrics = proxy.metrics().await;
+    assert!(
+        metrics.contains("ctxgate_compress_skipped_total{reason=\"excluded_tool\"} 2\n"),
+        "{metrics}"
+    );
+}

@@ -32,6 +32,9 @@ pub(super) enum Known {
     New,
 }
 
+/// A compressor panicked on a text: it goes verbatim, and the pass counts the skip.
+pub(super) struct CompressorPanicked;
+
 /// A compression made this turn, before the conversation-wide decision to send it.
 pub(super) struct Fresh {
     compressed: ctxzip::Compressed,
@@ -107,7 +110,8 @@ impl CompressStage {
         ))
     }
 
-    /// A compression of `text` made now, not yet stored; `None` when ctxzip leaves it as it is.
+    /// A compression of `text` made now, not yet stored; `None` when ctxzip leaves it as it is, `Err` when a
+    /// compressor panicked on it (logged here; the caller counts the skip with its pass's).
     pub(super) fn fresh(
         &self,
         ctx: &Context<'_>,
@@ -116,7 +120,7 @@ impl CompressStage {
         form_key: String,
         by_kind: ByKind,
         repeats: Option<(&ctxzip::repeats::Repeats, &ctxzip::repeats::Seen<'_>)>,
-    ) -> Option<Fresh> {
+    ) -> Result<Option<Fresh>, CompressorPanicked> {
         let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
         let options = ctxzip::Options {
             query: query.clone(),
@@ -135,17 +139,18 @@ impl CompressStage {
                 bytes = text.len(),
                 "a compressor panicked on this text (the message is above); the text goes verbatim"
             );
-            self.skipped("compressor_panic");
-            return None;
+            return Err(CompressorPanicked);
         };
-        let compressed = compressed?;
-        Some(Fresh {
+        let Some(compressed) = compressed else {
+            return Ok(None);
+        };
+        Ok(Some(Fresh {
             form_key,
             before: ctxzip::estimate_tokens(text) as u64,
             after: ctxzip::estimate_tokens(&compressed.text) as u64,
             compressed,
             query,
-        })
+        }))
     }
 
     /// Stores the originals of this request's new compressions in one durable transaction (no request may carry

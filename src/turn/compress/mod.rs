@@ -88,10 +88,14 @@ impl CompressStage {
     }
 
     fn skipped(&self, reason: &'static str) {
+        self.skipped_n(reason, 1);
+    }
+
+    fn skipped_n(&self, reason: &'static str, n: u64) {
         self.metrics
             .compress_skipped
             .get_or_create(&ReasonLabels { reason })
-            .inc();
+            .inc_by(n);
     }
 
     fn shape(&self, item: &Item) -> Option<Arc<(Shape, usize)>> {
@@ -244,15 +248,13 @@ impl CompressStage {
         };
         let mut rewrites: Vec<(usize, Arc<Compression>)> = Vec::new();
         let mut settled = Settled::default();
+        // Skips are counted when the pass goes through: a pass that answers `CatchUp` is taken again whole, and
+        // its items would otherwise be counted twice.
+        let mut skips: Vec<(&'static str, u64)> = Vec::new();
         if let Some(h) = &head {
             rewrites.extend(h.rewrites.iter().cloned());
             if h.excluded > 0 {
-                self.metrics
-                    .compress_skipped
-                    .get_or_create(&ReasonLabels {
-                        reason: "excluded_tool",
-                    })
-                    .inc_by(h.excluded);
+                skips.push(("excluded_tool", h.excluded));
             }
         }
         let mut pending: Vec<Pending<'_>> = Vec::new();
@@ -293,7 +295,7 @@ impl CompressStage {
             };
             let (tool, arguments) = call.copied().unwrap_or(("", ""));
             if tool == EXPAND_TOOL || self.settings.exclude_tools.iter().any(|t| t == tool) {
-                self.skipped("excluded_tool");
+                skips.push(("excluded_tool", 1));
                 settled.excluded.push(i);
                 continue;
             }
@@ -353,7 +355,7 @@ impl CompressStage {
                     && self.settings.failures == Failures::Verbatim
                     && ctxzip::verbatim::looks_like_error_output(&text)
                 {
-                    self.skipped("error_output");
+                    skips.push(("error_output", 1));
                     continue;
                 }
                 // A note's texts are all at least `min_notes` long (`text_min`).
@@ -406,13 +408,17 @@ impl CompressStage {
                             by_kind,
                             in_context,
                         ) {
-                            Some(f) => TextState::Fresh(f),
-                            None => TextState::Verbatim,
+                            Ok(Some(f)) => TextState::Fresh(f),
+                            Ok(None) => TextState::Verbatim,
+                            Err(forms::CompressorPanicked) => {
+                                skips.push(("compressor_panic", 1));
+                                TextState::Verbatim
+                            }
                         }
                     }
                     Err(e) => {
                         crate::store_fault!(e, request_id = %turn.request_id, error = %e, "store unreadable; text left verbatim");
-                        self.skipped("store_failed");
+                        skips.push(("store_failed", 1));
                         item.faulted = true;
                         TextState::Verbatim
                     }
@@ -435,6 +441,9 @@ impl CompressStage {
                 (has_marker, waiting_elsewhere),
             )
             .await?;
+        for (reason, n) in skips {
+            self.skipped_n(reason, n);
+        }
         rewrites.extend(decisions.compressed);
         if let Some(i) = decisions.faulted {
             settled.open(i);
