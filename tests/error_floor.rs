@@ -796,3 +796,57 @@ async fn the_turn_that_catches_up_counts_its_skipped_outputs_once() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn a_report_reaches_the_upstream_with_its_findings_and_its_deep_bulk_behind_a_marker() {
+    // A scanner's JSON report: the finding at the top, its rule's metadata (14 notes) four levels down. The
+    // finding stays as it was; the bulk, which holds no error word, goes behind one marker. (A finding whose row
+    // holds a warning or error word stays whole while under 4 KB: the JSON floor.)
+    let (mock, proxy) = mock_and_proxy().await;
+    // Fourteen members of a sentence each: no member large enough for a compressor of its own.
+    let metadata: serde_json::Map<String, Value> = (0..14)
+        .map(|i| {
+            (
+                format!("note_{i}"),
+                json!(format!(
+                    "Reference {i}: https://owasp.org/Top10/A0{}_2021/ describes how string-built queries let input \
+                     change the statement.",
+                    i % 9
+                )),
+            )
+        })
+        .collect();
+    let report = serde_json::to_string_pretty(&json!({
+        "results": [{
+            "check_id": "java.lang.security.audit.formatted-sql-string",
+            "path": "src/main/java/Db.java",
+            "start": {"line": 33, "col": 24},
+            "extra": {
+                "message": "Detected a formatted string in a SQL statement.",
+                "severity": "INFO",
+                "metadata": metadata,
+            },
+        }],
+        "version": "1.4.0",
+    }))
+    .unwrap();
+    let turn = ("deep-bulk", "Review the scan.", "semgrep --json .");
+    let received = output_received(&mock, &proxy, turn, &report).await;
+    let v: Value = serde_json::from_str(&received).unwrap();
+    let finding = &v["results"][0];
+    assert_eq!(finding["path"], "src/main/java/Db.java");
+    assert_eq!(finding["extra"]["severity"], "INFO");
+    assert_eq!(
+        finding["extra"]["message"],
+        "Detected a formatted string in a SQL statement."
+    );
+    let metadata = finding["extra"]["metadata"].as_str().unwrap_or_default();
+    assert_eq!(
+        ctxgate::ctxzip::find_markers(metadata)
+            .iter()
+            .map(|(_, note)| note.as_str())
+            .collect::<Vec<_>>(),
+        vec!["14_keys_offloaded"],
+        "{received}"
+    );
+}

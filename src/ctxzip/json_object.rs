@@ -6,9 +6,9 @@
 //! long strings are decoded, compressed as text (a log inside `"stdout"` keeps its error lines) or shortened,
 //! and re-encoded. Only the replaced spans change; everything between them is the original text.
 
-use super::jscan::{Member, Span, object_members, plain_str, top_value};
+use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
-use super::relevance::{is_error_line, is_floor_line};
+use super::relevance::{has_floor_word, is_error_line, is_floor_line};
 use super::truncate::shorten_to;
 use super::{Ctx, Kind, Tally, Unit, compress_kind, detect};
 
@@ -22,6 +22,11 @@ const MAP_MIN_SCALARS: usize = 64;
 const STRING_MIN: usize = 512;
 /// Visible head of a shortened single-line string.
 const STRING_HEAD: usize = 300;
+/// Members at least this deep (a value inside this many containers) may go behind a marker whole ([`bulky`]).
+const DEEP_MIN: usize = 4;
+/// A deep member's container still this long after its own compression is bulk: a JSON Schema under a linter
+/// rule's metadata, a vulnerability's nested CVSS vectors, a resource's managed-field bookkeeping.
+const DEEP_BULK: usize = 1024;
 
 /// Compresses a whole JSON document (`text` is one JSON value with optional surrounding whitespace).
 pub(crate) fn compress_document(
@@ -110,7 +115,21 @@ fn compress_object(
         if m.value.len() < FIELD_MIN.min(STRING_MIN) {
             continue;
         }
-        if let Some(v) = compress_value(text, m.value, ctx, depth + 1, tally) {
+        let mut local = Tally::default();
+        let inner = compress_value(text, m.value, ctx, depth + 1, &mut local);
+        let left = inner.as_ref().map_or(m.value.len(), String::len);
+        if depth + 1 >= DEEP_MIN
+            && left >= DEEP_BULK
+            && let Some((n, unit)) = bulky(text, m.value, ctx)
+        {
+            out.push_str(text.get(copied_to..m.value.start)?);
+            out.push_str(&serde_json::to_string(&ctx.marker(n, unit)).ok()?);
+            tally.add(unit, n);
+            copied_to = m.value.end;
+            continue;
+        }
+        if let Some(v) = inner {
+            tally.merge(&local);
             out.push_str(text.get(copied_to..m.value.start)?);
             out.push_str(&v);
             copied_to = m.value.end;
@@ -121,6 +140,28 @@ fn compress_object(
     }
     out.push_str(text.get(copied_to..span.end)?);
     Some(out)
+}
+
+/// What a deep container at `span` holds (its members or items) when it may go behind a marker whole: nothing in
+/// it has an error word (the floor keeps those lines, and a value that holds one stays in the visible part) or
+/// a keep-pattern or query hit. Deep in a document, bulk is bookkeeping the answer's top levels summarise: the
+/// marker's count says what it was, and expanding it gives the whole document back.
+fn bulky(text: &str, span: Span, ctx: &Ctx) -> Option<(usize, Unit)> {
+    let raw = text.get(span.start..span.end)?.as_bytes();
+    if has_floor_word(raw) {
+        return None;
+    }
+    if !ctx.matcher.is_empty() {
+        let hits = ctx.matcher.scan(raw);
+        if hits.keep || hits.query != 0 {
+            return None;
+        }
+    }
+    match raw.first()? {
+        b'{' => Some((object_members(text.as_bytes(), span)?.len(), Unit::Keys)),
+        b'[' => Some((array_items(text.as_bytes(), span)?.len(), Unit::Items)),
+        _ => None,
+    }
 }
 
 /// A record with at least this many link members (`*_url` keys holding URLs) has them offloaded.
@@ -269,6 +310,52 @@ mod tests {
         assert!(v["blob"].as_str().unwrap_or_default().len() < 1000);
         assert!(v["items"].as_array().map_or(0, |a| a.len()) < 20);
         assert!(find_markers(&out).len() >= 3);
+    }
+
+    #[test]
+    fn deep_bulk_goes_behind_a_marker_unless_it_says_what_went_wrong() {
+        // A linter report: its findings at the top, each rule's JSON Schema four levels down.
+        let schema = |extra: &str| {
+            let props: serde_json::Map<String, serde_json::Value> = (0..30)
+                .map(|i| {
+                    (
+                        format!("option{i}"),
+                        serde_json::json!({"type": "boolean", "default": i % 2 == 0, "note": extra}),
+                    )
+                })
+                .collect();
+            serde_json::json!({"type": "object", "properties": props, "additionalProperties": false})
+        };
+        let doc = serde_json::json!({
+            "results": [{"filePath": "src/app.js", "messages": [{"ruleId": "semi", "line": 3}]}],
+            "metadata": {"rulesMeta": {
+                "semi": {"type": "layout", "schema": schema("")},
+                "eqeqeq": {"type": "suggestion", "schema": schema("fails on ==")},
+            }},
+            "settings": schema(""),
+        });
+        let t = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&t).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(v["results"], doc["results"]);
+        // Deep and still bulky after its own compression: one marker counting its members; what is small
+        // around it stays.
+        assert_eq!(v["metadata"]["rulesMeta"]["semi"]["type"], "layout");
+        let schema = v["metadata"]["rulesMeta"]["semi"]["schema"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            find_markers(schema),
+            vec![("0123456789ab".to_string(), "3_keys_offloaded".to_string())]
+        );
+        // The same bulk with an error word in it stays in the visible part.
+        assert_eq!(
+            v["metadata"]["rulesMeta"]["eqeqeq"]["schema"]["properties"]["option3"]["note"],
+            "fails on =="
+        );
+        // Bulk near the top is the answer itself: not offloaded whole.
+        assert!(v["settings"].is_object(), "{out}");
+        assert!(out.len() * 2 < t.len());
     }
 
     #[test]
