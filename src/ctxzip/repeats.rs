@@ -7,7 +7,8 @@
 //! same lines are (`lines 12-84 repeat lines 5-77 of the output of call_abc`). The whole new output is stored under
 //! the marker's hash, as with every other compression, so expanding it gives it back byte for byte.
 //!
-//! Error lines and keep-pattern lines never belong to a run: they stay visible where they are (the error floor).
+//! Error lines and keep-pattern lines are never hidden (the error floor): a run goes on through one that stands the
+//! same in the earlier output, and it follows the run's marker line, in order, as the exact line.
 //! Only outputs *before* the new one count, and only the [`WINDOW`] nearest of them, so an output gets the same
 //! bytes whether the transcript is first seen whole or turn by turn: prefix stability depends on it.
 
