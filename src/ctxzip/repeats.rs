@@ -157,6 +157,19 @@ pub fn find(text: &str, ordinal: usize, seen: &Seen<'_>, opts: &Options) -> Opti
             i += 1;
             continue;
         }
+        // The lines of `len` from `i` that stay shown, when such a run is worth its marker line: enough lines and
+        // bytes go, and no fewer than stay shown beside it.
+        let worth = |len: usize| -> Option<Vec<usize>> {
+            let shown: Vec<usize> = (i..i + len).filter(|&k| pinned[k]).collect();
+            let hidden = len - shown.len();
+            let hidden_bytes: usize = (i..i + len)
+                .filter(|&k| !pinned[k])
+                .map(|k| lines[k].len() + 1)
+                .sum();
+            (hidden >= MIN_RUN_LINES && hidden_bytes >= MIN_RUN_BYTES && hidden >= shown.len())
+                .then_some(shown)
+        };
+        // The longest run worth its marker among the nearest candidates (the nearest on a tie).
         let mut best: Option<Run> = None;
         if let Some(occurrences) = seen.index.get(lines[i]) {
             let nearest = occurrences
@@ -175,37 +188,24 @@ pub fn find(text: &str, ordinal: usize, seen: &Seen<'_>, opts: &Options) -> Opti
                 while n > 0 && pinned[i + n - 1] {
                     n -= 1;
                 }
-                if best.as_ref().is_none_or(|b| n > b.len) {
+                if best.as_ref().is_some_and(|b| n <= b.len) {
+                    continue;
+                }
+                if let Some(shown) = worth(n) {
                     best = Some(Run {
                         start: i,
                         len: n,
                         source: t,
                         from: j,
-                        shown: Vec::new(),
+                        shown,
                     });
                 }
             }
         }
         match best {
-            Some(mut run) => {
-                run.shown = (run.start..run.start + run.len)
-                    .filter(|&k| pinned[k])
-                    .collect();
-                let hidden = run.len - run.shown.len();
-                let hidden_bytes: usize = (run.start..run.start + run.len)
-                    .filter(|&k| !pinned[k])
-                    .map(|k| lines[k].len() + 1)
-                    .sum();
-                // Worth its marker line: enough lines and bytes go, and no fewer than stay shown beside it.
-                if hidden >= MIN_RUN_LINES
-                    && hidden_bytes >= MIN_RUN_BYTES
-                    && hidden >= run.shown.len()
-                {
-                    i += run.len;
-                    runs.push(run);
-                } else {
-                    i += 1;
-                }
+            Some(run) => {
+                i += run.len;
+                runs.push(run);
             }
             None => i += 1,
         }
@@ -462,6 +462,48 @@ mod tests {
             text: &dense,
         }]);
         assert!(find(&dense, 1, &seen, &Options::default()).is_none());
+    }
+
+    #[test]
+    fn a_shorter_run_worth_its_marker_wins_over_a_longer_one_that_is_not() {
+        let ordinary: Vec<String> = (0..5)
+            .map(|i| format!("collecting module number {i} of the package under test\n"))
+            .collect();
+        let mut dense = String::new();
+        for i in 0..30 {
+            if i % 3 == 2 {
+                dense.push_str(&format!("plain line {i}\n"));
+            } else {
+                dense.push_str(&format!("ERROR: case {i} failed\n"));
+            }
+        }
+        let new = format!("{}{dense}", ordinary.concat());
+        // The older output shares only the five ordinary lines; the nearer one shares everything, but a run over
+        // it would show twenty error lines for fifteen it hides.
+        let older = format!("{}something else entirely\n", ordinary.concat());
+        let seen = Seen::new(vec![
+            Earlier {
+                ordinal: 0,
+                label: "call_a",
+                text: &older,
+            },
+            Earlier {
+                ordinal: 1,
+                label: "call_b",
+                text: &new,
+            },
+        ]);
+        let r = find(&new, 2, &seen, &Options::default());
+        let c = r.as_ref().and_then(|r| render(&new, r, &seen));
+        assert!(c.is_some());
+        let Some(c) = c else { return };
+        assert!(
+            c.text
+                .contains("lines 1-5 repeat lines 1-5 of the output of call_a\n"),
+            "{}",
+            c.text
+        );
+        assert!(keeps_floor(&new, &c.text));
     }
 
     #[test]
