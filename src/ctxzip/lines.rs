@@ -2,9 +2,9 @@
 //!
 //! In the request path a line-shaped tool output keeps its head and tail, every error line (verbatim), keep-
 //! pattern hits, the lines most relevant to the pinned query and a headed table's odd rows ([`outliers`]); logs
-//! also keep a little context around errors. Consecutive identical lines collapse to `line (×37)`. Each run of dropped lines becomes one marker
-//! line with a census of what it held. Everything is linear in the input: one split, one classification pass,
-//! one render.
+//! also keep a little context around errors. Consecutive identical lines collapse to `line (×37)`. Each run of
+//! dropped lines becomes one marker line with a census of what it held. Everything is linear in the input: one
+//! split, one classification pass, one render.
 
 mod outliers;
 mod render;

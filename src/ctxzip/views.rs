@@ -3,8 +3,8 @@
 //! Source stays verbatim (an agent edits against what it sees), and the text alone does not always tell source
 //! from prose: a range cut out of a long docstring (`sed -n '501,600p' model.py`) reads like documentation. The
 //! call that produced the output does tell. In the request path the compress stage asks [`views_source_file`]
-//! about each output's call (the tool's name and arguments); when it says yes, the output is source unless its command failed or its
-//! text reads as generated ([`looks_generated`]: a minified bundle, a dump).
+//! about each output's call (the tool's name and arguments); when it says yes, the output is source unless its
+//! command failed or its text reads as generated ([`looks_generated`]: a minified bundle, a dump).
 
 use serde_json::Value;
 
