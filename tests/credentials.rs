@@ -78,6 +78,18 @@ async fn proxy_held_key_replaces_the_client_key() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+    // Refusals are answers: counted once each under their route and status, like the one that went through;
+    // the open routes are not proxied traffic and are not counted.
+    let text = proxy.metrics().await;
+    for line in [
+        "ctxgate_requests_total{route=\"responses\",method=\"POST\",status=\"401\"} 4",
+        "ctxgate_requests_total{route=\"models\",method=\"GET\",status=\"401\"} 1",
+        "ctxgate_requests_total{route=\"responses\",method=\"POST\",status=\"200\"} 1",
+        "ctxgate_overhead_seconds_count{route=\"responses\"} 5",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+    assert!(!text.contains("route=\"unknown\""), "{text}");
     proxy.stop().await;
 }
 

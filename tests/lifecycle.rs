@@ -241,3 +241,44 @@ async fn requests_are_answered_whole_after_the_log_pipe_closes() {
     }
     drop(served);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_debug_level_each_request_logs_one_line_when_answered_inside_its_span() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("ctxgate.redb");
+    let args = [
+        "--upstream",
+        &mock_url(&mock),
+        "--store",
+        store.to_str().unwrap(),
+    ]
+    .map(String::from);
+    let mut served = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_serve(&args, &[("CTXGATE_LOG", "debug")], Log::Kept)
+    })
+    .await
+    .unwrap();
+    let log = served.log.take().unwrap();
+    let resp = client()
+        .post(format!("http://{}/v1/responses", served.addr))
+        .body(responses_body("mock-ok", true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.text().await.unwrap().contains("response.completed"));
+    let line = tokio::task::spawn_blocking(move || wait_for_line(&log, "answered"))
+        .await
+        .unwrap();
+    for part in [
+        "method=POST",
+        "path=/v1/responses",
+        "status=200",
+        "elapsed=",
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+    drop(served);
+}
