@@ -115,16 +115,18 @@ impl<'a> ResponseEcho<'a> {
     }
 }
 
-/// The event's `data` with the echoed tool and directive taken out of the `response` object `echo` was read
-/// from (`data` is the bytes it was read from); `None` when nothing had to change. The splice is remembered per
-/// thread, as for [`client_view`]: every stream of a conversation echoes the same members. Every other byte stays
-/// as it came, UTF-8 or not (the event's reader did not check it), as in an event relayed untouched.
-pub(crate) fn strip_echo(
+/// Where the echoed tool and directive stand in the event `data` the `response` object `echo` was read from (ranges
+/// of `data`, in order, none overlapping), and the bytes that replace each; `None` when nothing has to change. The
+/// replacements are remembered per thread, as for [`client_view`]: every stream of a conversation echoes the same
+/// members. The caller frames the event from `data`'s bytes around them ([`crate::expand::sse::encode_parts`]), so
+/// every other byte stays as it came, UTF-8 or not (the event's reader did not check it), as in an event relayed
+/// untouched.
+pub(crate) fn echo_splices(
     data: &[u8],
     echo: &ResponseEcho<'_>,
     expand_tool: &str,
-) -> Option<Vec<u8>> {
-    with_thread_cache(|cache| client_view_cached(data, &echo.echo, expand_tool, cache))
+) -> Option<Vec<(Range<usize>, Vec<u8>)>> {
+    with_thread_cache(|cache| splices_cached(data, &echo.echo, expand_tool, cache))
 }
 
 /// An SSE event's `response` member, if any.
@@ -236,6 +238,18 @@ pub fn client_view_cached(
     expand_tool: &str,
     cache: &mut EchoCache,
 ) -> Option<Vec<u8>> {
+    let splices = splices_cached(bytes, echo, expand_tool, cache)?;
+    apply(bytes, &splices)
+}
+
+/// The splices [`client_view_cached`] makes, in order; `None` when nothing has to change (or a range is not one of
+/// `bytes`).
+fn splices_cached(
+    bytes: &[u8],
+    echo: &Echo,
+    expand_tool: &str,
+    cache: &mut EchoCache,
+) -> Option<Vec<(Range<usize>, Vec<u8>)>> {
     let mut splices: Vec<(Range<usize>, Vec<u8>)> = Vec::new();
     if let Some(range) = &echo.tools {
         let raw = bytes.get(range.clone())?;
@@ -258,11 +272,20 @@ pub fn client_view_cached(
         return None;
     }
     splices.sort_by_key(|(r, _)| r.start);
+    // Two members never overlap; checked rather than assumed, since a splice of overlapping ranges would repeat bytes.
+    if splices.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+        return None;
+    }
+    Some(splices)
+}
+
+/// `bytes` with each range of `splices` (in order, none overlapping) replaced by its bytes.
+pub(crate) fn apply(bytes: &[u8], splices: &[(Range<usize>, Vec<u8>)]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
     for (range, with) in splices {
         out.extend_from_slice(bytes.get(at..range.start)?);
-        out.extend_from_slice(&with);
+        out.extend_from_slice(with);
         at = range.end;
     }
     out.extend_from_slice(bytes.get(at..)?);

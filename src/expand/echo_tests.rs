@@ -7,6 +7,11 @@ use super::*;
 use crate::expand::tool::{EXPAND_TOOL, append_directive, tool_definition};
 use serde_json::{Value, json};
 
+/// An event's data with the echo taken out, as the light path frames it.
+fn strip_echo(data: &[u8], echo: &ResponseEcho<'_>, tool: &str) -> Option<Vec<u8>> {
+    apply(data, &echo_splices(data, echo, tool)?)
+}
+
 fn pretty_answer(output: Value) -> Vec<u8> {
     let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
     let answer = json!({"id":"resp_1","output":output,"instructions":append_directive(Some("be brief")),

@@ -66,6 +66,18 @@ impl SseEvent {
             Data::Joined(text) => text.as_bytes(),
         }
     }
+
+    /// [`SseEvent::data_bytes`] as shared bytes: a view of the event's own buffer for an event of one `data:`
+    /// line (no copy), a copy of the joined lines otherwise.
+    pub fn data_shared(&self) -> Bytes {
+        match &self.data {
+            Data::Span(span) if span.end <= self.raw.len() && span.start <= span.end => {
+                self.raw.slice(span.clone())
+            }
+            Data::Span(_) => Bytes::new(),
+            Data::Joined(text) => Bytes::copy_from_slice(text.as_bytes()),
+        }
+    }
 }
 
 /// What was pending when the stream ended: an event without its closing blank line.
@@ -293,21 +305,32 @@ pub fn encode(event: Option<&str>, data: &str) -> Bytes {
 /// [`encode`] for data that is bytes: an upstream event relayed with only the echo taken out keeps every other
 /// byte as it came, UTF-8 or not, like the events relayed untouched.
 pub fn encode_bytes(event: Option<&str>, data: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(data.len() + 48);
+    encode_parts(event, &[data])
+}
+
+/// [`encode_bytes`] for data given as the pieces it is made of (an event's bytes around a splice), framed without
+/// joining them first: the common one-line event is copied once, into its frame.
+pub fn encode_parts(event: Option<&str>, parts: &[&[u8]]) -> Bytes {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut out = Vec::with_capacity(len + 48);
     if let Some(name) = event {
         let name = name.split(['\r', '\n']).next().unwrap_or_default();
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(name.as_bytes());
         out.push(b'\n');
     }
-    if memchr::memchr2(b'\n', b'\r', data).is_none() {
+    if parts
+        .iter()
+        .all(|part| memchr::memchr2(b'\n', b'\r', part).is_none())
+    {
         // One line (every JSON event ctxgate writes): no splitting.
         out.extend_from_slice(b"data: ");
-        out.extend_from_slice(data);
+        parts.iter().for_each(|part| out.extend_from_slice(part));
         out.extend_from_slice(b"\n\n");
         return Bytes::from(out);
     }
-    let mut rest = data;
+    let data = parts.concat();
+    let mut rest = data.as_slice();
     loop {
         let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
         out.extend_from_slice(b"data: ");
@@ -467,5 +490,32 @@ mod tests {
             &encode_bytes(Some("t"), b"{\"m\":\"a\xffb\"}")[..],
             b"event: t\ndata: {\"m\":\"a\xffb\"}\n\n"
         );
+    }
+
+    #[test]
+    fn pieces_are_framed_as_their_concatenation_would_be() {
+        // Line breaks inside one piece, across two (`\r` | `\n`), at either end, none at all, empty pieces.
+        let cases: [&[&[u8]]; 6] = [
+            &[b"{\"a\":", b"[1]", b"}"],
+            &[b"a\nb", b"c"],
+            &[b"a\r", b"\nb"],
+            &[b"", b"x", b""],
+            &[b"\n", b"\xff"],
+            &[],
+        ];
+        for parts in cases {
+            let joined = parts.concat();
+            for name in [None, Some("response.created")] {
+                assert_eq!(
+                    encode_parts(name, parts),
+                    encode_bytes(name, &joined),
+                    "{parts:?}"
+                );
+            }
+        }
+        let shared = SseParser::new().push(b"event: e\ndata: {\"k\":1}\n\n");
+        assert_eq!(&shared[0].data_shared()[..], b"{\"k\":1}");
+        let joined = SseParser::new().push(b"data: a\ndata: b\n\n");
+        assert_eq!(&joined[0].data_shared()[..], b"a\nb");
     }
 }

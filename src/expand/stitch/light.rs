@@ -92,45 +92,62 @@ impl<'a> EventHead<'a> {
 /// client: the next lifecycle event that carries the same bytes gets the same splice without a second reading.
 #[derive(Debug)]
 pub(super) struct LastResponse {
-    bytes: Vec<u8>,
+    /// The object as it came: a view of its event's bytes, not a copy.
+    bytes: Bytes,
     /// The object with the echo taken out; `None` when nothing had to change.
     stripped: Option<Vec<u8>>,
 }
 
 impl LastResponse {
-    /// The response at `span` of `data`, given the event's stripped data (`None`: unchanged). `None` when the
-    /// stripped data does not keep the bytes around the response as they were (the splice stays inside the
-    /// response object, so it always does; checked rather than assumed): such a response is read afresh each time.
-    fn new(data: &[u8], span: Range<usize>, stripped_data: Option<&[u8]>) -> Option<LastResponse> {
-        let (head, bytes, tail) = (
-            data.get(..span.start)?,
-            data.get(span.clone())?,
-            data.get(span.end..)?,
-        );
-        let stripped = match stripped_data {
+    /// The response at `span` of `data` (its event's data), given the splices that take the echo out of the event
+    /// (ranges of `data`; `None`: nothing to change). `None` when a splice does not fall inside the response (the
+    /// echoed members are its own, so they always do; checked rather than assumed): such a response is read
+    /// afresh each time.
+    fn new(
+        data: &Bytes,
+        span: Range<usize>,
+        splices: Option<&[(Range<usize>, Vec<u8>)]>,
+    ) -> Option<LastResponse> {
+        let bytes = data.get(span.clone()).map(|_| data.slice(span.clone()))?;
+        let stripped = match splices {
             None => None,
-            Some(out) if out.starts_with(head) && out.ends_with(tail) => Some(
-                out.get(head.len()..out.len().checked_sub(tail.len())?)?
-                    .to_vec(),
-            ),
-            Some(_) => return None,
+            Some(splices) => {
+                let mut out = Vec::with_capacity(bytes.len());
+                let mut at = span.start;
+                for (range, with) in splices {
+                    if range.start < at || range.end > span.end {
+                        return None;
+                    }
+                    out.extend_from_slice(data.get(at..range.start)?);
+                    out.extend_from_slice(with);
+                    at = range.end;
+                }
+                out.extend_from_slice(data.get(at..span.end)?);
+                Some(out)
+            }
         };
-        Some(LastResponse {
-            bytes: bytes.to_vec(),
-            stripped,
-        })
+        Some(LastResponse { bytes, stripped })
     }
 
-    /// The data of an event whose response at `span` is this one, as the client must see it; `None` when nothing
-    /// had to change.
-    fn splice(&self, data: &[u8], span: Range<usize>) -> Option<Vec<u8>> {
-        let stripped = self.stripped.as_ref()?;
-        let mut out = Vec::with_capacity(data.len());
-        out.extend_from_slice(data.get(..span.start)?);
-        out.extend_from_slice(stripped);
-        out.extend_from_slice(data.get(span.end..)?);
-        Some(out)
+    /// The pieces of the data of an event whose response at `span` is this one, as the client must see it; `None`
+    /// when nothing had to change.
+    fn parts<'a>(&'a self, data: &'a [u8], span: Range<usize>) -> Option<[&'a [u8]; 3]> {
+        let stripped = self.stripped.as_deref()?;
+        Some([data.get(..span.start)?, stripped, data.get(span.end..)?])
     }
+}
+
+/// The pieces of `data` with each range of `splices` (in order, none overlapping) replaced by its bytes.
+fn spliced<'a>(data: &'a [u8], splices: &'a [(Range<usize>, Vec<u8>)]) -> Option<Vec<&'a [u8]>> {
+    let mut parts = Vec::with_capacity(2 * splices.len() + 1);
+    let mut at = 0;
+    for (range, with) in splices {
+        parts.push(data.get(at..range.start)?);
+        parts.push(with.as_slice());
+        at = range.end;
+    }
+    parts.push(data.get(at..)?);
+    Some(parts)
 }
 
 /// A terminal event the light path kept: its client bytes, sent by `finish` when no other round follows.
@@ -147,11 +164,7 @@ impl Stitcher {
         if !self.light || self.round_no > 0 {
             return Some(event);
         }
-        let last = self
-            .round
-            .last_response
-            .as_ref()
-            .map(|l| l.bytes.as_slice());
+        let last = self.round.last_response.as_ref().map(|l| &l.bytes[..]);
         let Some(head) = EventHead::read(event.data_bytes(), last) else {
             return Some(event);
         };
@@ -220,31 +233,35 @@ impl Stitcher {
             }
         }
         let data = event.data_bytes();
-        let mut last = None;
+        // Each changed event is framed once, from its own bytes around the splice.
         let stripped = match &head.response {
             Some(ResponseHead::Read(response, span)) => {
-                let stripped = echo::strip_echo(data, response, &self.tool);
-                last = LastResponse::new(data, span.clone(), stripped.as_deref());
-                stripped
+                let splices = echo::echo_splices(data, response, &self.tool);
+                // A terminal event is the round's last: no later lifecycle event can repeat its response.
+                if terminal.is_none()
+                    && let Some(last) =
+                        LastResponse::new(&event.data_shared(), span.clone(), splices.as_deref())
+                {
+                    self.round.last_response = Some(last);
+                }
+                splices
+                    .as_deref()
+                    .and_then(|splices| spliced(data, splices))
+                    .map(|parts| sse::encode_parts(event.event().as_deref(), &parts))
             }
             Some(ResponseHead::Same(span)) => self
                 .round
                 .last_response
                 .as_ref()
-                .and_then(|l| l.splice(data, span.clone())),
+                .and_then(|l| l.parts(data, span.clone()))
+                .map(|parts| sse::encode_parts(event.event().as_deref(), &parts)),
             None => None,
         };
-        if last.is_some() {
-            self.round.last_response = last;
-        }
         if head.sequence_number.is_some() {
             self.seq += 1;
             self.seq_known = true;
         }
-        let bytes = match stripped {
-            Some(data) => sse::encode_bytes(event.event().as_deref(), &data),
-            None => event.raw,
-        };
+        let bytes = stripped.unwrap_or(event.raw);
         match terminal {
             Some(kind) => self.round.light_terminal = Some(LightTerminal { kind, bytes }),
             None => out.push(bytes),

@@ -6,7 +6,7 @@
     reason = "a test fails loudly on what it did not expect"
 )]
 
-use super::{EventHead, ResponseHead};
+use super::{EventHead, LastResponse, ResponseHead, spliced};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -293,4 +293,27 @@ fn a_lifecycle_event_is_read_in_one_pass() {
         assert!(skimmed(odd).is_none(), "{odd}");
         assert!(oracle(odd).is_none(), "{odd}");
     }
+}
+
+#[test]
+fn a_remembered_response_keeps_its_splice_and_refuses_one_outside_it() {
+    let data =
+        bytes::Bytes::from_static(br#"{"type":"t","response":{"id":"r","tools":[1,2],"x":0}}"#);
+    let text = std::str::from_utf8(&data).unwrap();
+    let span = text.find(r#"{"id""#).unwrap()..data.len() - 1;
+    let tools = text.find("[1,2]").unwrap();
+    let splices = vec![(tools..tools + 5, b"[1]".to_vec())];
+    let last = LastResponse::new(&data, span.clone(), Some(&splices)).unwrap();
+    assert_eq!(&last.bytes[..], &data[span.clone()]);
+    let parts = last.parts(&data, span.clone()).unwrap();
+    let expected = br#"{"type":"t","response":{"id":"r","tools":[1],"x":0}}"#;
+    assert_eq!(parts.concat(), expected);
+    assert_eq!(spliced(&data, &splices).unwrap().concat(), expected);
+    // Nothing to change: remembered, and the next event with it is relayed as it came.
+    let same = LastResponse::new(&data, span.clone(), None).unwrap();
+    assert!(same.parts(&data, span.clone()).is_none());
+    // A splice outside the response, or a span outside the data: not remembered.
+    let outside = vec![(0..1, b"[".to_vec())];
+    assert!(LastResponse::new(&data, span.clone(), Some(&outside)).is_none());
+    assert!(LastResponse::new(&data, span.start..data.len() + 1, None).is_none());
 }
