@@ -199,6 +199,28 @@ fn unknown_config_key_is_a_clear_startup_error() {
     assert!(err.contains("listen_addr"), "{err}");
 }
 
+/// The binary in front of `mock`, logging at debug level, its store in `dir`.
+async fn serve_at_debug(
+    mock: &ctxgate::mock::MockHandle,
+    dir: &std::path::Path,
+    log: Log,
+) -> common::serve::Served {
+    let store = dir.join("ctxgate.redb");
+    let args = [
+        "--upstream",
+        &mock_url(mock),
+        "--store",
+        store.to_str().unwrap(),
+    ]
+    .map(String::from);
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_serve(&args, &[("CTXGATE_LOG", "debug")], log)
+    })
+    .await
+    .unwrap()
+}
+
 /// A ctxgate started from a shell that went away writes its log into a closed pipe. Losing the log must not lose
 /// the requests: a failed log write used to panic the request's task (the log layer reported its own write error on
 /// the same closed stderr), cutting answers off mid-body.
@@ -206,21 +228,8 @@ fn unknown_config_key_is_a_clear_startup_error() {
 async fn requests_are_answered_whole_after_the_log_pipe_closes() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("ctxgate.redb");
     // Every request logs at debug level, so each one writes into the closed pipe.
-    let args = [
-        "--upstream",
-        &mock_url(&mock),
-        "--store",
-        store.to_str().unwrap(),
-    ]
-    .map(String::from);
-    let served = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        spawn_serve(&args, &[("CTXGATE_LOG", "debug")], Log::Closed)
-    })
-    .await
-    .unwrap();
+    let served = serve_at_debug(&mock, dir.path(), Log::Closed).await;
     let addr = &served.addr;
     let url = format!("http://{addr}/v1/responses");
     for stream in [false, true, false, true] {
@@ -246,20 +255,7 @@ async fn requests_are_answered_whole_after_the_log_pipe_closes() {
 async fn at_debug_level_each_request_logs_one_line_when_answered_inside_its_span() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("ctxgate.redb");
-    let args = [
-        "--upstream",
-        &mock_url(&mock),
-        "--store",
-        store.to_str().unwrap(),
-    ]
-    .map(String::from);
-    let mut served = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        spawn_serve(&args, &[("CTXGATE_LOG", "debug")], Log::Kept)
-    })
-    .await
-    .unwrap();
+    let mut served = serve_at_debug(&mock, dir.path(), Log::Kept).await;
     let log = served.log.take().unwrap();
     let resp = client()
         .post(format!("http://{}/v1/responses", served.addr))
