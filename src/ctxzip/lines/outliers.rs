@@ -87,21 +87,31 @@ fn common_value(
 }
 
 /// Where each column of a header line starts (byte offsets), or `None` when the line is no header: at least three
-/// words, each of capitals, digits and `%/_-().` with a capital among them.
+/// column names — each in capitals, digits and `%/_-().` with a capital among them (`NAME`, `%CPU`, `CONTAINER ID`),
+/// or a capitalised word (`Filesystem`, `Use%`, `Recv-Q`, `Address:Port`, as `df`, `ss` and `netstat` print them) —
+/// and nothing else but a short lowercase word after the first (`Mounted on`).
 fn header_columns(line: &str) -> Option<Vec<usize>> {
     let line = line.trim_end_matches('\r');
     let mut starts = Vec::new();
     let mut at = 0;
     for word in line.split(' ') {
         if !word.is_empty() {
-            let ok = word.bytes().any(|b| b.is_ascii_uppercase())
+            let capitals = word.bytes().any(|b| b.is_ascii_uppercase())
                 && word.bytes().all(|b| {
                     b.is_ascii_uppercase() || b.is_ascii_digit() || b"%/_-().".contains(&b)
                 });
-            if !ok {
+            let capitalised = word.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"%/_-():+#".contains(&b));
+            let connective = !starts.is_empty()
+                && word.len() <= 2
+                && word.bytes().all(|b| b.is_ascii_lowercase());
+            if capitals || capitalised {
+                starts.push(at);
+            } else if !connective {
                 return None;
             }
-            starts.push(at);
         }
         at += word.len() + 1;
     }
@@ -204,6 +214,28 @@ mod tests {
     }
 
     #[test]
+    fn a_capitalised_header_heads_a_table_too() {
+        // `netstat -tn`: established connections and the two that are not, one of them with bytes stuck unread.
+        let mut text = String::from(
+            "Proto Recv-Q Send-Q Local Address           Foreign Address         State\n",
+        );
+        for i in 0..20 {
+            let (recv, state) = match i {
+                4 => ("4096", "CLOSE_WAIT"),
+                13 => ("0", "TIME_WAIT"),
+                _ => ("0", "ESTABLISHED"),
+            };
+            let local = format!("10.0.0.5:{}", 40000 + i);
+            let remote = format!("10.0.0.{}:443", 20 + i);
+            text.push_str(&format!(
+                "tcp   {recv:>6} {:>6} {local:<23} {remote:<23} {state}\n",
+                0
+            ));
+        }
+        assert_eq!(outlier_rows(&recs(&text)), vec![5, 14]);
+    }
+
+    #[test]
     fn no_header_no_common_value_or_too_few_rows_find_nothing() {
         // No capitals header (`ls -l`, `pip list`): nothing.
         let listing: String = (0..30)
@@ -224,6 +256,16 @@ mod tests {
         // A header made of two words, or a line of prose in capitals with lower case after: not a header.
         assert!(header_columns("BUILD SUCCESSFUL").is_none());
         assert!(header_columns("NAME STATUS age").is_none());
+        assert!(header_columns("Compiling the crate now").is_none());
+        assert!(header_columns("See The Docs.").is_none());
+        assert_eq!(
+            header_columns("Filesystem      Size  Used Avail Use% Mounted on"),
+            Some(vec![0, 16, 22, 27, 33, 38])
+        );
+        assert_eq!(
+            header_columns("State  Recv-Q Send-Q Local Address:Port"),
+            Some(vec![0, 7, 14, 21, 27])
+        );
         assert_eq!(header_columns("NAME   READY STATUS"), Some(vec![0, 7, 13]));
     }
 
