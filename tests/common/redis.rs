@@ -29,9 +29,7 @@ impl RedisServer {
     /// Starts a plain Redis on a free port and waits until it answers.
     pub fn start() -> RedisServer {
         let dir = tempfile::tempdir().unwrap().keep();
-        let server = spawn(free_port(), &dir, false);
-        server.wait_ready();
-        server
+        spawn_ready(free_port, &dir, false)
     }
 
     /// `redis://127.0.0.1:PORT`.
@@ -53,18 +51,26 @@ impl RedisServer {
         self.wait_ready();
     }
 
-    fn wait_ready(&self) {
+    fn wait_ready(&mut self) {
+        if let Err(why) = self.ready() {
+            panic!("redis-server on port {}: {why}", self.port);
+        }
+    }
+
+    /// Waits until the server answers PING (10 s at most); an error says why not, the server's early exit
+    /// included (its port taken between the pick and its bind, by another test's connection).
+    fn ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if cli(self.port, &["PING"]).is_some_and(|o| o.contains("PONG")) {
-                return;
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited before answering ({status})"));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
-            "redis-server on port {} did not answer PING within 10 s",
-            self.port
-        );
+        Err("did not answer PING within 10 s".into())
     }
 }
 
@@ -84,11 +90,8 @@ impl RedisCluster {
     pub fn start() -> RedisCluster {
         let dir = tempfile::tempdir().unwrap().keep();
         let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| spawn(free_cluster_port(), &dir, true))
+            .map(|_| spawn_ready(free_cluster_port, &dir, true))
             .collect();
-        for n in &nodes {
-            n.wait_ready();
-        }
         let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
         args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
         args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
@@ -205,6 +208,21 @@ pub fn unique_prefix(test: &str) -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!("t{}-{test}-{n}:", std::process::id())
+}
+
+/// A server on a port `pick` chooses, answering PING. A free port can be taken before the server binds it (the
+/// tests run in parallel and their connections get ports from the same range): a server that exits for that is
+/// started again on another port, a few times, before the test fails.
+fn spawn_ready(pick: fn() -> u16, dir: &Path, cluster: bool) -> RedisServer {
+    let mut why = String::new();
+    for _ in 0..5 {
+        let mut server = spawn(pick(), dir, cluster);
+        match server.ready() {
+            Ok(()) => return server,
+            Err(e) => why = format!("port {}: {e}", server.port),
+        }
+    }
+    panic!("redis-server did not start in five tries; last: {why}");
 }
 
 fn spawn(port: u16, dir: &Path, cluster: bool) -> RedisServer {
