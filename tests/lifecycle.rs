@@ -199,10 +199,11 @@ fn unknown_config_key_is_a_clear_startup_error() {
     assert!(err.contains("listen_addr"), "{err}");
 }
 
-/// The binary in front of `mock`, logging at debug level, its store in `dir`.
-async fn serve_at_debug(
+/// The binary in front of `mock`, its store in `dir`, with `env` (e.g. a log level).
+async fn serve_with(
     mock: &ctxgate::mock::MockHandle,
     dir: &std::path::Path,
+    env: &'static [(&'static str, &'static str)],
     log: Log,
 ) -> common::serve::Served {
     let store = dir.join("ctxgate.redb");
@@ -215,11 +216,13 @@ async fn serve_at_debug(
     .map(String::from);
     tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        spawn_serve(&args, &[("CTXGATE_LOG", "debug")], log)
+        spawn_serve(&args, env, log)
     })
     .await
     .unwrap()
 }
+
+const DEBUG: &[(&str, &str)] = &[("CTXGATE_LOG", "debug")];
 
 /// A ctxgate started from a shell that went away writes its log into a closed pipe. Losing the log must not lose
 /// the requests: a failed log write used to panic the request's task (the log layer reported its own write error on
@@ -229,7 +232,7 @@ async fn requests_are_answered_whole_after_the_log_pipe_closes() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
     // Every request logs at debug level, so each one writes into the closed pipe.
-    let served = serve_at_debug(&mock, dir.path(), Log::Closed).await;
+    let served = serve_with(&mock, dir.path(), DEBUG, Log::Closed).await;
     let addr = &served.addr;
     let url = format!("http://{addr}/v1/responses");
     for stream in [false, true, false, true] {
@@ -255,7 +258,7 @@ async fn requests_are_answered_whole_after_the_log_pipe_closes() {
 async fn at_debug_level_each_request_logs_one_line_when_answered_inside_its_span() {
     let mock = start_mock().await;
     let dir = tempfile::tempdir().unwrap();
-    let mut served = serve_at_debug(&mock, dir.path(), Log::Kept).await;
+    let mut served = serve_with(&mock, dir.path(), DEBUG, Log::Kept).await;
     let log = served.log.take().unwrap();
     let resp = client()
         .post(format!("http://{}/v1/responses", served.addr))
@@ -274,6 +277,38 @@ async fn at_debug_level_each_request_logs_one_line_when_answered_inside_its_span
         "status=200",
         "elapsed=",
     ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+    drop(served);
+}
+
+/// A server error is worth a line at the default level, the upstream's own included (relayed as it came).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_logs_a_warning_at_the_default_level() {
+    let mock = start_mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut served = serve_with(&mock, dir.path(), &[], Log::Kept).await;
+    let log = served.log.take().unwrap();
+    let url = format!("http://{}/v1/responses", served.addr);
+    let ok = client()
+        .post(&url)
+        .body(responses_body("mock-ok", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let failed = client()
+        .post(&url)
+        .body(responses_body("mock-error-500", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(failed.status(), 500);
+    let line =
+        tokio::task::spawn_blocking(move || wait_for_line(&log, "answered with a server error"))
+            .await
+            .unwrap();
+    for part in ["WARN", "method=POST", "path=/v1/responses", "status=500"] {
         assert!(line.contains(part), "{part} in {line}");
     }
     drop(served);

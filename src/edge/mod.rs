@@ -4,7 +4,7 @@
 //! request's future once more and wrap every chunk of a streamed answer, which a proxy that relays thousands of
 //! events a second pays on each):
 //! 1. a span per request for the logs, at debug level, and one debug line when the handler answered (method, path,
-//!    status, time);
+//!    status, time) — a warning whatever the level when the answer is a server error (5xx, the upstream's included);
 //! 2. for the proxied routes (`/v1/responses` and every passed-through `/v1/` route), the request is counted by
 //!    route and status and its overhead (its time less the upstream wait) recorded: here, once, whatever the
 //!    handler answered — a refused credential included;
@@ -59,13 +59,13 @@ async fn edge(State(state): State<Arc<AppState>>, mut request: Request, next: Ne
     let arrived = Instant::now();
     let span =
         tracing::debug_span!("request", method = %request.method(), path = %request.uri().path());
-    let path = request.uri().path();
+    // Kept for the line a server error logs whatever the level (a refcount, not a copy of the path).
+    let (method, uri) = (request.method().clone(), request.uri().clone());
+    let path = uri.path();
     let open = OPEN_ROUTES.contains(&path) || admin::ADMIN_ROUTES.contains(&path);
-    let observed = (!open && !path.starts_with(SIDE_PREFIX)).then(|| {
-        let method = request.method().clone();
-        (route_label(&method, path), method, UpstreamWait::default())
-    });
-    if let Some((_, _, wait)) = &observed {
+    let observed = (!open && !path.starts_with(SIDE_PREFIX))
+        .then(|| (route_label(&method, path), UpstreamWait::default()));
+    if let Some((_, wait)) = &observed {
         request.extensions_mut().insert(wait.clone());
     }
     let response = authenticate(&state, request, next, open)
@@ -73,7 +73,7 @@ async fn edge(State(state): State<Arc<AppState>>, mut request: Request, next: Ne
         .await
         .into_response();
     let status = response.status().as_u16();
-    if let Some((route, method, wait)) = observed {
+    if let Some((route, wait)) = observed {
         state
             .metrics
             .observe_request(route, method.as_str(), status);
@@ -82,6 +82,10 @@ async fn edge(State(state): State<Arc<AppState>>, mut request: Request, next: Ne
             .observe_overhead(route, arrived.elapsed().saturating_sub(wait.total()));
     }
     span.in_scope(|| tracing::debug!(status, elapsed = ?arrived.elapsed(), "answered"));
+    if response.status().is_server_error() {
+        let elapsed = arrived.elapsed();
+        tracing::warn!(%method, path = %uri.path(), status, ?elapsed, "answered with a server error");
+    }
     response
 }
 
