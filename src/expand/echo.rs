@@ -281,15 +281,26 @@ fn splices_cached(
 
 /// `bytes` with each range of `splices` (in order, none overlapping) replaced by its bytes.
 pub(crate) fn apply(bytes: &[u8], splices: &[(Range<usize>, Vec<u8>)]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(bytes.len());
+    Some(pieces(bytes, 0, splices)?.concat())
+}
+
+/// The pieces [`apply`] joins, for a caller that writes them out itself (an SSE frame). `bytes` stands at
+/// `offset` of what the ranges count in (a response object inside its event); `None` when a range falls outside
+/// `bytes` or before the one it follows.
+pub(crate) fn pieces<'a>(
+    bytes: &'a [u8],
+    offset: usize,
+    splices: &'a [(Range<usize>, Vec<u8>)],
+) -> Option<Vec<&'a [u8]>> {
+    let mut parts = Vec::with_capacity(2 * splices.len() + 1);
     let mut at = 0;
     for (range, with) in splices {
-        out.extend_from_slice(bytes.get(at..range.start)?);
-        out.extend_from_slice(with);
-        at = range.end;
+        parts.push(bytes.get(at..range.start.checked_sub(offset)?)?);
+        parts.push(with.as_slice());
+        at = range.end.checked_sub(offset)?;
     }
-    out.extend_from_slice(bytes.get(at..)?);
-    Some(out)
+    parts.push(bytes.get(at..)?);
+    Some(parts)
 }
 
 /// The `tools` array without the expand tool, the other elements' bytes (and the separators around them) kept;

@@ -111,20 +111,7 @@ impl LastResponse {
         let bytes = data.get(span.clone()).map(|_| data.slice(span.clone()))?;
         let stripped = match splices {
             None => None,
-            Some(splices) => {
-                let mut out = Vec::with_capacity(bytes.len());
-                let mut at = span.start;
-                for (range, with) in splices {
-                    if range.start < at || range.end > span.end {
-                        return None;
-                    }
-                    out.extend_from_slice(data.get(at..range.start)?);
-                    out.extend_from_slice(with);
-                    at = range.end;
-                }
-                out.extend_from_slice(data.get(at..span.end)?);
-                Some(out)
-            }
+            Some(splices) => Some(echo::pieces(&bytes, span.start, splices)?.concat()),
         };
         Some(LastResponse { bytes, stripped })
     }
@@ -135,19 +122,6 @@ impl LastResponse {
         let stripped = self.stripped.as_deref()?;
         Some([data.get(..span.start)?, stripped, data.get(span.end..)?])
     }
-}
-
-/// The pieces of `data` with each range of `splices` (in order, none overlapping) replaced by its bytes.
-fn spliced<'a>(data: &'a [u8], splices: &'a [(Range<usize>, Vec<u8>)]) -> Option<Vec<&'a [u8]>> {
-    let mut parts = Vec::with_capacity(2 * splices.len() + 1);
-    let mut at = 0;
-    for (range, with) in splices {
-        parts.push(data.get(at..range.start)?);
-        parts.push(with.as_slice());
-        at = range.end;
-    }
-    parts.push(data.get(at..)?);
-    Some(parts)
 }
 
 /// A terminal event the light path kept: its client bytes, sent by `finish` when no other round follows.
@@ -246,7 +220,7 @@ impl Stitcher {
                 }
                 splices
                     .as_deref()
-                    .and_then(|splices| spliced(data, splices))
+                    .and_then(|splices| echo::pieces(data, 0, splices))
                     .map(|parts| sse::encode_parts(event.event().as_deref(), &parts))
             }
             Some(ResponseHead::Same(span)) => self

@@ -6,7 +6,8 @@
     reason = "a test fails loudly on what it did not expect"
 )]
 
-use super::{EventHead, LastResponse, ResponseHead, spliced};
+use super::{EventHead, LastResponse, ResponseHead};
+use crate::expand::echo::pieces;
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -308,7 +309,7 @@ fn a_remembered_response_keeps_its_splice_and_refuses_one_outside_it() {
     let parts = last.parts(&data, span.clone()).unwrap();
     let expected = br#"{"type":"t","response":{"id":"r","tools":[1],"x":0}}"#;
     assert_eq!(parts.concat(), expected);
-    assert_eq!(spliced(&data, &splices).unwrap().concat(), expected);
+    assert_eq!(pieces(&data, 0, &splices).unwrap().concat(), expected);
     // Nothing to change: remembered, and the next event with it is relayed as it came.
     let same = LastResponse::new(&data, span.clone(), None).unwrap();
     assert!(same.parts(&data, span.clone()).is_none());
