@@ -766,6 +766,48 @@ async fn a_headed_table_reaches_the_upstream_with_the_rows_unlike_the_others() {
 }
 
 #[tokio::test]
+async fn a_uniform_log_reaches_the_upstream_with_the_lines_unlike_the_others() {
+    // An access log of 400 health checks with a failed order and a probe of the admin path: no error word on
+    // either line and no header to go by, so before, both went behind the marker with the health checks.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::new();
+    let mut odd = Vec::new();
+    for i in 0..400 {
+        let request = match i {
+            217 => "\"POST /api/orders HTTP/1.1\" 500 0",
+            301 => "\"GET /health HTTP/1.1\" 503 19",
+            _ => "\"GET /health HTTP/1.1\" 200 12",
+        };
+        let line = format!(
+            "10.0.{}.{} - - [01/Dec/2026:10:{:02}:{:02} +0000] {request} \"-\" \"kube-probe/1.29\"",
+            i / 200,
+            i % 200,
+            i / 60,
+            i % 60
+        );
+        if i == 217 || i == 301 {
+            odd.push(line.clone());
+        }
+        log.push_str(&line);
+        log.push('\n');
+    }
+    let turn = (
+        "odd-lines",
+        "Why do orders fail?",
+        "kubectl logs deploy/gateway --tail=400",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    for line in &odd {
+        assert!(
+            received.lines().any(|l| l == line),
+            "{line} missing:\n{received}"
+        );
+    }
+    assert!(!received.contains("10.0.0.150 "), "{received}");
+    assert_shrinks(&log, &received, (1, 5));
+}
+
+#[tokio::test]
 async fn the_turn_that_catches_up_counts_its_skipped_outputs_once() {
     // The second turn's first pass finds the first marker needs the waiting output of its settled head and is
     // taken again whole: what it skipped is counted by the pass that goes through, not by both.

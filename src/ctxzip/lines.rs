@@ -1,13 +1,14 @@
 //! Line selection: the engine under the log and plain-lines compressors (listings, prose, build output).
 //!
 //! In the request path a line-shaped tool output keeps its head and tail, every error line (verbatim), keep-
-//! pattern hits, the lines most relevant to the pinned query and a headed table's odd rows ([`outliers`]); logs
-//! also keep a little context around errors. Consecutive identical lines collapse to `line (×37)`. Each run of
-//! dropped lines becomes one marker line with a census of what it held. Everything is linear in the input: one
-//! split, one classification pass, one render.
+//! pattern hits, the lines most relevant to the pinned query, a headed table's odd rows ([`outliers`]) and a
+//! uniform output's odd lines ([`uniform`]); logs also keep a little context around errors. Consecutive identical
+//! lines collapse to `line (×37)`. Each run of dropped lines becomes one marker line with a census of what it held.
+//! Everything is linear in the input: one split, one classification pass, one render.
 
 mod outliers;
 mod render;
+mod uniform;
 
 use rustc_hash::FxHashMap as FastMap;
 
@@ -357,6 +358,10 @@ fn select(
     // A headed table's odd rows (`CrashLoopBackOff`, `0/1`, `Exited (137)`) stay like floor lines: gathered after
     // a marker in a listing, each in its place otherwise.
     for i in outliers::outlier_rows(recs) {
+        keep[i] = true;
+    }
+    // So do the few lines of a uniform output unlike the rest (a `500` among health checks).
+    for i in uniform::odd_lines(recs) {
         keep[i] = true;
     }
     for i in 0..n {
