@@ -304,6 +304,14 @@ pub(crate) fn compress_with(
     .filter(|out| out.len() < text.len())
 }
 
+/// One record per line, nothing collapsed: what the tests of the row finders ([`outliers`], [`uniform`]) feed them.
+#[cfg(test)]
+fn recs_of(text: &str) -> Vec<Rec<'_>> {
+    text.split('\n')
+        .map(|t| Rec { text: t, count: 1 })
+        .collect()
+}
+
 fn collapse(body: &str) -> Vec<Rec<'_>> {
     let mut recs: Vec<Rec<'_>> = Vec::new();
     for line in body.split('\n') {

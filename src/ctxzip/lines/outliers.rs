@@ -154,11 +154,7 @@ fn shape(value: &str) -> String {
 mod tests {
     use super::*;
 
-    fn recs(text: &str) -> Vec<Rec<'_>> {
-        text.split('\n')
-            .map(|t| Rec { text: t, count: 1 })
-            .collect()
-    }
+    use super::super::recs_of as recs;
 
     fn pods(odd: &[(usize, &str, &str, &str)]) -> String {
         let mut s = String::from(

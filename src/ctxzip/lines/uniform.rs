@@ -7,7 +7,8 @@
 //! by (a headed table is [`super::outliers`]), the lines whose shape differs from the one most lines have, and,
 //! among the lines of that shape, those whose word at some position differs from the word nearly all of them have
 //! there (`200` → `500`). It finds nothing in an output that is not uniform, so a build log or a listing of
-//! varied lines keeps only what it kept before. Pure: one pass for the shapes, one per column of the common shape.
+//! varied lines keeps only what it kept before. Pure: one pass for the shapes, one over the first words of the
+//! common shape's lines, and one more when some position has a common word.
 
 use rustc_hash::FxHashMap as FastMap;
 
@@ -104,9 +105,10 @@ fn rare_shapes(recs: &[Rec<'_>], shapes: &[Option<u64>], common: u64, lines: usi
 }
 
 /// Marks the rows whose word at some position (of the first [`MAX_COLUMNS`]) differs from the word nearly all
-/// rows have there, unless more than [`MAX_ODD`] rows differ at that position. One pass counts every column's
-/// words, each column's count stopping once it shows more words than a common one leaves room for; a second,
-/// only when some column has a common word, finds the rows that differ.
+/// rows have there, unless more than [`MAX_ODD`] rows differ at that position, and at most [`MAX_ODD`] rows over
+/// all positions. One pass counts every column's words, each column's count stopping once it shows more words
+/// than a common one leaves room for; a second, only when some column has a common word, finds the rows that
+/// differ.
 fn mark_odd_words(recs: &[Rec<'_>], rows: &[usize], odd: &mut [bool]) {
     let total: usize = rows.iter().map(|&i| recs[i].count).sum();
     let room = total - total * COMMON_WORD_PERCENT / 100;
@@ -149,9 +151,15 @@ fn mark_odd_words(recs: &[Rec<'_>], rows: &[usize], odd: &mut [bool]) {
             }
         }
     }
+    // Columns in order, each whole or not at all, while the rows they mark together stay within MAX_ODD.
+    let mut marked: Vec<usize> = Vec::new();
     for rows in differing.into_iter().filter(|rows| rows.len() <= MAX_ODD) {
-        rows.into_iter().for_each(|i| odd[i] = true);
+        let new: Vec<usize> = rows.into_iter().filter(|i| !marked.contains(i)).collect();
+        if marked.len() + new.len() <= MAX_ODD {
+            marked.extend(new);
+        }
     }
+    marked.into_iter().for_each(|i| odd[i] = true);
 }
 
 /// A line's shape, hashed: every run of digits, or of hex digits holding a digit (`3f2a9c`, `0x1f`), as one `#`;
@@ -205,11 +213,7 @@ fn shape_of(line: &str, buf: &mut Vec<u8>) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn recs(text: &str) -> Vec<Rec<'_>> {
-        text.split('\n')
-            .map(|t| Rec { text: t, count: 1 })
-            .collect()
-    }
+    use super::super::recs_of as recs;
 
     fn access_log(odd: &[(usize, &str)]) -> String {
         (0..300)
@@ -314,6 +318,29 @@ mod tests {
             .map(|i| (i, "\"GET /health HTTP/1.1\" 304"))
             .collect();
         assert!(odd_lines(&recs(&access_log(&cached))).is_empty());
+    }
+
+    #[test]
+    fn the_odd_words_of_all_columns_together_are_bounded() {
+        // Sixteen columns of flags (one shape: digits are blanked), each `1` but on two rows of its own that say
+        // `0`: 32 rows differ, one column at a time within the bound, so the first twelve columns' rows are kept.
+        let text: String = (0..400)
+            .map(|i| {
+                let flags: Vec<&str> = (0..16)
+                    .map(|c| {
+                        if i == c * 20 + 3 || i == c * 20 + 7 {
+                            "0"
+                        } else {
+                            "1"
+                        }
+                    })
+                    .collect();
+                format!("{}\n", flags.join(" "))
+            })
+            .collect();
+        let found = odd_lines(&recs(&text));
+        assert_eq!(found.len(), MAX_ODD, "{found:?}");
+        assert_eq!(found[..2], [3, 7]);
     }
 
     #[test]
