@@ -808,6 +808,56 @@ async fn a_uniform_log_reaches_the_upstream_with_the_lines_unlike_the_others() {
 }
 
 #[tokio::test]
+async fn a_notebook_reaches_the_upstream_with_every_cells_source_and_its_outputs_shrunk() {
+    // `cat analysis.ipynb`: 24 cells, each with a training loop's stdout and a DataFrame's HTML; one cell failed.
+    // Before, the cells array was sampled like rows, and 17 cells went behind a marker, code included.
+    let (mock, proxy) = mock_and_proxy().await;
+    let cells: Vec<Value> = (0..24)
+        .map(|i| {
+            let mut outputs = vec![
+                json!({"output_type": "stream", "name": "stdout",
+                       "text": (0..40).map(|e| format!("epoch {e}: loss 0.{:04}\n", 9000 - 7 * e - i)).collect::<Vec<_>>()}),
+                json!({"output_type": "execute_result", "execution_count": i + 1, "metadata": {},
+                       "data": {"text/html": (0..30).map(|r| format!("<tr><th>{r}</th><td>{}</td></tr>\n", r * i)).collect::<Vec<_>>(),
+                                "text/plain": [format!("<DataFrame {i}: 30 rows x 1 columns>")]}}),
+            ];
+            if i == 15 {
+                outputs.push(json!({"output_type": "error", "ename": "KeyError", "evalue": "'col_c'",
+                                    "traceback": ["KeyError                     Traceback (most recent call last)", "KeyError: 'col_c'"]}));
+            }
+            json!({"cell_type": "code", "execution_count": i + 1, "id": format!("c{i:03}"), "metadata": {},
+                   "outputs": outputs,
+                   "source": [format!("df{i} = load_frame('part_{i}.parquet')\n"), format!("fit(df{i}, epochs=40)\n")]})
+        })
+        .collect();
+    let nb = serde_json::to_string_pretty(&json!({
+        "cells": cells, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5
+    }))
+    .unwrap_or_default();
+    let turn = (
+        "notebook",
+        "Why does the fit in cell 15 fail?",
+        "cat analysis.ipynb",
+    );
+    let received = output_received(&mock, &proxy, turn, &nb).await;
+    let kept: Value = serde_json::from_str(&received).unwrap_or_default();
+    let original: Value = serde_json::from_str(&nb).unwrap_or_default();
+    assert_eq!(
+        kept["cells"].as_array().map(Vec::len),
+        Some(24),
+        "{received}"
+    );
+    for i in 0..24 {
+        assert_eq!(
+            kept["cells"][i]["source"], original["cells"][i]["source"],
+            "cell {i}: {received}"
+        );
+    }
+    assert!(received.contains("KeyError: 'col_c'"), "{received}");
+    assert_shrinks(&nb, &received, (1, 2));
+}
+
+#[tokio::test]
 async fn the_turn_that_catches_up_counts_its_skipped_outputs_once() {
     // The second turn's first pass finds the first marker needs the waiting output of its settled head and is
     // taken again whole: what it skipped is counted by the pass that goes through, not by both.

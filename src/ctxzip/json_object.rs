@@ -4,7 +4,8 @@
 //! shape: small fields are copied byte for byte, large arrays go to the array compressor, large objects are
 //! walked again (to a bounded depth), objects with many members are treated as maps (rows = members), and
 //! long strings are decoded, compressed as text (a log inside `"stdout"` keeps its error lines) or shortened,
-//! and re-encoded. Only the replaced spans change; everything between them is the original text.
+//! and re-encoded. Only the replaced spans change; everything between them is the original text. A Jupyter
+//! notebook keeps every cell and its source; only what its cells hold besides compresses ([`super::notebook`]).
 
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
@@ -81,6 +82,10 @@ fn compress_object(
     tally: &mut Tally,
 ) -> Option<String> {
     let members = object_members(text.as_bytes(), span)?;
+    // A notebook read whole: its cells are code to edit against, not rows to sample.
+    if depth == 0 && super::notebook::is_notebook(text, &members) {
+        return super::notebook::compress(text, span, &members, ctx, depth, tally);
+    }
     if span.len() >= 4 * FIELD_MIN && is_map(text.as_bytes(), &members) {
         let elems: Vec<Elem> = members.iter().copied().map(Elem::from).collect();
         if let Some(out) = compress_container(text, span, &elems, true, ctx, depth, tally) {

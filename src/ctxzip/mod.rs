@@ -20,6 +20,7 @@ mod json_object;
 mod lines;
 mod logs;
 pub mod marker;
+mod notebook;
 mod regions;
 mod relevance;
 pub mod repeats;
