@@ -13,19 +13,13 @@ use super::{Ctx, Tally};
 
 /// Whether an object's members are a notebook's: an `nbformat` number and a `cells` array.
 pub(crate) fn is_notebook(text: &str, members: &[Member]) -> bool {
-    let named = |name: &str, first: u8| {
+    let has = |name: &str, starts: fn(&u8) -> bool| {
         members.iter().any(|m| {
             plain_str(text, m.key) == Some(name)
-                && text.as_bytes().get(m.value.start).is_some_and(|b| {
-                    if first == b'0' {
-                        b.is_ascii_digit()
-                    } else {
-                        *b == first
-                    }
-                })
+                && text.as_bytes().get(m.value.start).is_some_and(starts)
         })
     };
-    named("nbformat", b'0') && named("cells", b'[')
+    has("nbformat", u8::is_ascii_digit) && has("cells", |b| *b == b'[')
 }
 
 /// The notebook at `span` (whose members are `members`) with its outputs and other bulk compressed and every
@@ -59,6 +53,7 @@ pub(crate) fn compress(
                 ) {
                     continue;
                 }
+                // Three levels down: the cells array, the cell, its member.
                 if let Some(v) = compress_value(text, field.value, ctx, depth + 3, tally) {
                     replaced.push((field.value, v));
                 }
