@@ -158,6 +158,59 @@ async fn a_traceback_printed_again_reaches_the_upstream_once_with_every_exceptio
 }
 
 #[tokio::test]
+async fn a_recursion_traceback_reaches_the_upstream_with_its_cycle_once_and_both_ends() {
+    // Two methods calling each other until `RecursionError`: 240 copies of their two frames. Before, the capped
+    // traceback kept 40 lines of cycles from its head and 120 from its tail.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::from(
+        "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"/app/cli.py\", line 12, \
+         in <module>\n    main()\n  File \"/app/cli.py\", line 9, in main\n    print(render(tree))\n",
+    );
+    for _ in 0..240 {
+        log.push_str(
+            "  File \"/app/render.py\", line 31, in render\n    return render_children(node)\n",
+        );
+        log.push_str("  File \"/app/render.py\", line 44, in render_children\n    parts.append(render(child))\n");
+    }
+    log.push_str("  File \"/app/render.py\", line 28, in render\n    if node.parent is node:\n");
+    log.push_str(
+        "RecursionError: maximum recursion depth exceeded while calling a Python object\n</output>",
+    );
+    let turn = ("recursion", "Why does render crash?", "python cli.py");
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    // Every distinct line stays, in order: the entry frames, one cycle, the deepest frame, the exception.
+    let mut distinct: Vec<&str> = Vec::new();
+    for line in log.lines() {
+        if !distinct.contains(&line) {
+            distinct.push(line);
+        }
+    }
+    let mut at = 0;
+    for line in &distinct {
+        let found = received[at..].find(&format!("{line}\n")).or_else(|| {
+            // The last line has no newline after it.
+            received[at..]
+                .ends_with(line)
+                .then(|| received.len() - at - line.len())
+        });
+        assert!(
+            found.is_some(),
+            "{line} missing or out of order:\n{received}"
+        );
+        at += found.unwrap_or(0) + line.len();
+    }
+    assert!(
+        received.contains("(the same stack frames as above)"),
+        "{received}"
+    );
+    assert!(
+        received.matches("in render_children").count() <= 3,
+        "{received}"
+    );
+    assert_shrinks(&log, &received, (1, 10));
+}
+
+#[tokio::test]
 async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_traceback() {
     let (mock, proxy) = mock_and_proxy().await;
     let mut log = String::from("<returncode>1</returncode>\n<output>\n");

@@ -12,11 +12,14 @@
 //! A traceback printed again with the same frames (a retry loop, a logger that reports each failed attempt) says
 //! nothing new but its exception line: the first copy is kept whole, a later one keeps its header and exception
 //! line, and its frames are left to the line engine, whose error floor still shows each error line once. The same
-//! holds for a JVM/JS frame run identical to an earlier one.
+//! holds for a JVM/JS frame run identical to an earlier one, and for the copies of a recursion's cycle between its
+//! first and last ([`cycles`]).
 
 use std::collections::HashSet;
 
 use super::detect::{is_log_like, search_prefix};
+
+mod cycles;
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
@@ -56,7 +59,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             let (end, raised) = (end.min(n), raised && end <= n);
             let frames = &lines[i + 1..if raised { end - 1 } else { end }];
             if frames.is_empty() || frames_seen.insert(frames) {
-                keep_span(keep, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+                keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
             } else {
                 // The same frames as a traceback above: what this one adds is its exception line.
                 keep[i] = true;
@@ -132,7 +135,15 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             }
             keep[start - 1] = true;
             if frames_seen.insert(&lines[start..end]) {
-                keep_span(keep, start, end, MAX_FRAMES, MAX_FRAMES / 2);
+                keep_stack(
+                    lines,
+                    keep,
+                    repeated,
+                    start,
+                    end,
+                    MAX_FRAMES,
+                    MAX_FRAMES / 2,
+                );
             } else {
                 repeated[start..end].iter_mut().for_each(|r| *r = true);
             }
@@ -241,6 +252,48 @@ fn keep_span(keep: &mut [bool], start: usize, end: usize, cap: usize, head: usiz
     keep[end - (cap - head)..end]
         .iter_mut()
         .for_each(|k| *k = true);
+}
+
+/// [`keep_span`] for a stack: the copies of a recursion's cycle between its first and last ([`cycles::middles`])
+/// are not kept, even by the output's head, and no error line's context reaches into them, as for the frames of a
+/// traceback printed again; the cap then applies to the lines left, so the frames that entered the recursion and
+/// the deepest ones both stay.
+fn keep_stack(
+    lines: &[&str],
+    keep: &mut [bool],
+    repeated: &mut [bool],
+    start: usize,
+    end: usize,
+    cap: usize,
+    head: usize,
+) {
+    let end = end.min(keep.len()).min(repeated.len()).min(lines.len());
+    if end <= start {
+        return;
+    }
+    let middles = cycles::middles(&lines[start..end]);
+    if middles.is_empty() {
+        keep_span(keep, start, end, cap, head);
+        return;
+    }
+    let mut rest = Vec::with_capacity(end - start);
+    let mut next = start;
+    for m in &middles {
+        let (from, to) = (start + m.start, start + m.end);
+        rest.extend(next..from);
+        keep[from..to].iter_mut().for_each(|k| *k = false);
+        repeated[from..to].iter_mut().for_each(|r| *r = true);
+        next = to;
+    }
+    rest.extend(next..end);
+    let (first, last) = if rest.len() <= cap {
+        (&rest[..], &rest[..0])
+    } else {
+        (&rest[..head], &rest[rest.len() - (cap - head)..])
+    };
+    for &k in first.iter().chain(last) {
+        keep[k] = true;
+    }
 }
 
 /// Test-runner section lines: `____ test_x ____`, `==== FAILURES ====`, `---- Captured stdout ----`,
