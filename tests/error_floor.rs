@@ -210,6 +210,110 @@ async fn a_recursion_traceback_reaches_the_upstream_with_its_cycle_once_and_both
     assert_shrinks(&log, &received, (1, 10));
 }
 
+/// A Go service's log of `lines` varied lines with a nil-pointer panic at `at`, and the goroutine that panicked.
+fn go_panic_log(lines: usize, at: usize) -> (String, Vec<&'static str>) {
+    const MESSAGES: [&str; 5] = [
+        "sync: applied batch",
+        "http: GET /v1/items 200 3.1ms page",
+        "cache: evicted keys",
+        "db: pool stats open=4 idle=3 inuse=1 wait",
+        "scheduler: next tick in 500ms, round",
+    ];
+    let panic = vec![
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+        "[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x6a1b2c]",
+        "",
+        "goroutine 34 [running]:",
+        "github.com/acme/syncer/store.(*Cache).Put(0x0, {0xc00012c0a0, 0x8}, {0x8c1e40, 0xc000014190})",
+        "\t/src/store/cache.go:88 +0x4c",
+        "github.com/acme/syncer.(*Loop).apply(0xc0000b6000, 0xc0000c4000)",
+        "\t/src/loop.go:141 +0x1b2",
+        "created by github.com/acme/syncer.(*Loop).Run in goroutine 1",
+        "\t/src/loop.go:90 +0x145",
+    ];
+    let mut log = String::from("Process exited with code 2\nOutput:\n");
+    for i in 0..lines {
+        log.push_str(&format!(
+            "2026/12/01 10:{:02}:{:02} {} {i}\n",
+            i / 60,
+            i % 60,
+            MESSAGES[(i * 7 + i / 3) % MESSAGES.len()]
+        ));
+        if i == at {
+            for line in &panic {
+                log.push_str(line);
+                log.push('\n');
+            }
+        }
+    }
+    (log, panic)
+}
+
+#[tokio::test]
+async fn a_go_panic_in_a_log_reaches_the_upstream_with_its_goroutines_frames() {
+    // No frame line has an error word: before, the floor kept the `panic:` line and the frames that say where
+    // (cache.go:88) went behind the marker with the log around them.
+    let (mock, proxy) = mock_and_proxy().await;
+    let (log, panic) = go_panic_log(300, 150);
+    let turn = (
+        "go-panic",
+        "Why did the syncer crash?",
+        "go run ./cmd/syncer",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    let block = panic.join("\n");
+    assert!(received.contains(&block), "{received}");
+    assert!(!received.contains(" 200\n"), "{received}");
+    assert_shrinks(&log, &received, (1, 3));
+}
+
+#[tokio::test]
+async fn a_go_timeout_dump_reaches_the_upstream_with_each_distinct_stack_once() {
+    // `go test` timed out: the alarm's goroutine, the one stuck on a mutex, and 120 pool workers parked on the same
+    // stack with other argument values. The distinct stacks stay; of the pool, its first block (and the end of the
+    // run); the rest is the marker's.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut dump = String::from(
+        "Process exited with code 1\n=== RUN   TestSyncLoop\npanic: test timed out after 10m0s\n\trunning tests:\n\
+         \t\tTestSyncLoop (10m0s)\n\ngoroutine 412 [running]:\ntesting.(*M).startAlarm.func1()\n\
+         \t/usr/local/go/src/testing/testing.go:2366 +0x385\ncreated by time.goFunc\n\
+         \t/usr/local/go/src/time/sleep.go:177 +0x2d\n\n",
+    );
+    let mutex = "goroutine 7 [sync.Mutex.Lock, 9 minutes]:\nsync.(*Mutex).lockSlow(0xc0001a2010)\n\
+                 \t/usr/local/go/src/sync/mutex.go:173 +0x15d\n\
+                 github.com/acme/syncer/store.(*Cache).Put(0xc0001a2000, {0xc00012c0a0, 0x8})\n\
+                 \t/src/store/cache.go:88 +0x4c\n";
+    dump.push_str(mutex);
+    dump.push('\n');
+    for g in 0..120 {
+        dump.push_str(&format!(
+            "goroutine {} [select, {} minutes]:\ngithub.com/acme/syncer/worker.(*Pool).run(0xc0000{:05x}, {})\n\
+             \t/src/worker/pool.go:62 +0x1c5\ncreated by github.com/acme/syncer/worker.NewPool in goroutine 1\n\
+             \t/src/worker/pool.go:40 +0x11e\n\n",
+            g + 20,
+            8 + g % 2,
+            g * 4099,
+            g % 64
+        ));
+    }
+    dump.push_str("FAIL\tgithub.com/acme/syncer\t600.012s\nFAIL\n");
+    let turn = ("go-timeout", "Why does the test hang?", "go test ./...");
+    let received = output_received(&mock, &proxy, turn, &dump).await;
+    assert!(received.contains(mutex), "{received}");
+    assert!(
+        received.contains("goroutine 20 [select, 8 minutes]:\n"),
+        "{received}"
+    );
+    // The pool's first block, and the few the run's last 30 lines hold (the end of a failing run stays).
+    assert!(
+        received.matches("worker.(*Pool).run(").count() <= 6,
+        "{received}"
+    );
+    assert!(!received.contains("goroutine 80 ["), "{received}");
+    assert!(received.contains("FAIL\tgithub.com/acme/syncer\t600.012s"));
+    assert_shrinks(&dump, &received, (1, 4));
+}
+
 #[tokio::test]
 async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_traceback() {
     let (mock, proxy) = mock_and_proxy().await;

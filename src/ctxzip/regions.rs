@@ -5,7 +5,8 @@
 //! passing tests: a Python traceback from its `Traceback` line to the exception, a pytest failure block's
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
-//! the diff of what was expected and what came), test-runner section and summary lines. Everything else —
+//! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
+//! ([`goroutines`]), test-runner section and summary lines. Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
 //!
@@ -20,6 +21,7 @@ use std::collections::HashSet;
 use super::detect::{is_log_like, search_prefix};
 
 mod cycles;
+mod goroutines;
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
@@ -50,10 +52,46 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     let mut in_unittest_block = false;
     // The frame runs kept so far, by content: a run printed again is not kept again.
     let mut frames_seen: HashSet<&[&str]> = HashSet::new();
+    // Go's goroutine blocks kept so far, and their stacks.
+    let mut goroutines_kept = 0;
+    let mut stacks_seen: HashSet<String> = HashSet::new();
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
+        if goroutines::is_header(line) {
+            let end = goroutines::block_end(&lines[..n], i);
+            let fresh = stacks_seen.insert(goroutines::stack_key(&lines[i + 1..end]));
+            if goroutines_kept == 0 {
+                // The goroutine that failed, with its panic's message above it.
+                let from = goroutines::message_start(lines, i).unwrap_or(i);
+                keep[from..i].iter_mut().for_each(|k| *k = true);
+                keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+                goroutines_kept += 1;
+            } else if !fresh {
+                // The same stack as a block above (a pool's parked workers): header, frames and the blank line
+                // after them go behind the marker.
+                let through = if lines.get(end).is_some_and(|l| l.trim().is_empty()) {
+                    (end + 1).min(n)
+                } else {
+                    end
+                };
+                repeated[i..through].iter_mut().for_each(|r| *r = true);
+            } else if goroutines_kept <= goroutines::MAX_OTHERS {
+                keep_stack(
+                    lines,
+                    keep,
+                    repeated,
+                    i,
+                    end,
+                    goroutines::MAX_OTHER_LINES,
+                    goroutines::MAX_OTHER_LINES,
+                );
+                goroutines_kept += 1;
+            }
+            i = end.max(i + 1);
+            continue;
+        }
         if opens_traceback(line) {
             let (end, raised) = traceback_end(lines, i);
             let (end, raised) = (end.min(n), raised && end <= n);
