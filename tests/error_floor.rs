@@ -315,6 +315,60 @@ async fn a_go_timeout_dump_reaches_the_upstream_with_each_distinct_stack_once() 
 }
 
 #[tokio::test]
+async fn a_jest_failure_reaches_the_upstream_with_the_line_its_code_frame_points_at() {
+    // A failing suite among 200 passing ones: its code frame (`> 41 |` and the caret) has no error word and sits
+    // after a blank line, where an error line's context stops; before, it went behind the marker.
+    let (mock, proxy) = mock_and_proxy().await;
+    // Suites of varied names, as a project's are (not one shape the uniform-lines rule would single the failure
+    // out of).
+    const DIRS: [&str; 7] = [
+        "components",
+        "utils",
+        "api",
+        "hooks",
+        "store",
+        "pages",
+        "lib",
+    ];
+    const NAMES: [&str; 9] = [
+        "Button", "date", "client", "useCart", "orders", "Checkout", "format", "auth", "Modal",
+    ];
+    let mut run = String::from("Process exited with code 1\n");
+    for i in 0..200 {
+        run.push_str(&format!(
+            "PASS src/{}/{}{i}.test.ts ({}.{i:03} s)\n",
+            DIRS[i % 7],
+            NAMES[i % 9],
+            i % 10
+        ));
+        if i == 90 {
+            run.push_str(
+                "FAIL src/__tests__/cart.test.ts\n  ● Cart › applies the discount\n\n    expect(received).toBe(expected) \
+                 // Object.is equality\n\n    Expected: 90\n    Received: 100\n\n      40 |   const cart = makeCart();\n    \
+                 > 41 |   expect(cart.total()).toBe(90);\n         |                        ^\n      42 | });\n\n      \
+                 at Object.<anonymous> (src/__tests__/cart.test.ts:41:24)\n\n",
+            );
+        }
+    }
+    run.push_str("Test Suites: 1 failed, 200 passed, 201 total\nTests:       1 failed, 1400 passed, 1401 total\n");
+    let turn = ("jest", "Why does the cart test fail?", "npx jest");
+    let received = output_received(&mock, &proxy, turn, &run).await;
+    for line in [
+        "    > 41 |   expect(cart.total()).toBe(90);",
+        "         |                        ^",
+        "  ● Cart › applies the discount",
+        "      at Object.<anonymous> (src/__tests__/cart.test.ts:41:24)",
+    ] {
+        assert!(
+            received.lines().any(|l| l == line),
+            "{line} missing:\n{received}"
+        );
+    }
+    assert!(!received.contains("150.test.ts"), "{received}");
+    assert_shrinks(&run, &received, (1, 3));
+}
+
+#[tokio::test]
 async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_traceback() {
     let (mock, proxy) = mock_and_proxy().await;
     let mut log = String::from("<returncode>1</returncode>\n<output>\n");

@@ -136,6 +136,17 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
                 .get(i + 1)
                 .is_some_and(|next| is_unittest_failure(next.trim_end_matches('\r')));
         }
+        if is_code_frame_pointer(t) {
+            // The failing line of a code frame (Jest, Vitest, Babel: `> 41 |   expect(total).toBe(4);`) and the
+            // caret under it: which line failed, as pytest's `>` line says.
+            keep[i] = true;
+            if lines
+                .get(i + 1)
+                .is_some_and(|next| is_caret_line(next.trim()))
+            {
+                keep[i + 1] = true;
+            }
+        }
         if is_banner(line) {
             keep[i] = true;
             in_pytest_block = line.starts_with("___");
@@ -403,6 +414,22 @@ fn is_short_entry(lines: &[&str], i: usize) -> bool {
         })
 }
 
+/// The line a code frame points at: `> 41 |   expect(total).toBe(4);` (Babel's format, which Jest and Vitest print
+/// under a failing assertion), the line number between `>` and `|`.
+fn is_code_frame_pointer(t: &str) -> bool {
+    t.strip_prefix("> ")
+        .map(str::trim_start)
+        .and_then(|rest| rest.split_once(" |"))
+        .is_some_and(|(number, _)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The caret line under a code frame's failing line: `|   ^` (only `|`, spaces and carets or tildes).
+fn is_caret_line(t: &str) -> bool {
+    t.starts_with('|')
+        && t.contains('^')
+        && t.bytes().all(|b| matches!(b, b'|' | b' ' | b'^' | b'~'))
+}
+
 /// A JVM, JS or .NET stack frame.
 fn is_frame(t: &str) -> bool {
     (t.starts_with("at ") && (t.contains('(') || t.contains(':')))
@@ -647,6 +674,20 @@ mod tests {
             .collect();
         let k = kept(&format!("_______ test_x _______\n{few}"));
         assert_eq!(k.len(), 7, "{k:?}");
+    }
+
+    #[test]
+    fn a_code_frames_failing_line_and_its_caret_are_kept() {
+        let text = "FAIL src/cart.test.ts\n  ● Cart › total\n\n      40 |   const cart = makeCart();\n    > 41 |   \
+                    expect(cart.total).toBe(4);\n         |                      ^\n      42 | });\n";
+        let k = kept(text);
+        assert!(k.contains(&"    > 41 |   expect(cart.total).toBe(4);".to_string()));
+        assert!(k.contains(&"         |                      ^".to_string()));
+        assert!(!k.contains(&"      42 | });".to_string()));
+        // pytest's failing line is not a code frame; a quoted reply is neither.
+        assert!(!is_code_frame_pointer(">       assert x == 2"));
+        assert!(!is_code_frame_pointer("> see | here"));
+        assert!(is_code_frame_pointer("> 7 | x"));
     }
 
     #[test]
