@@ -369,6 +369,56 @@ async fn a_jest_failure_reaches_the_upstream_with_the_line_its_code_frame_points
 }
 
 #[tokio::test]
+async fn rspec_failures_reach_the_upstream_with_each_examples_name_values_and_location() {
+    // Twelve failures listed after 300 examples: only `Failure/Error` has an error word, and the values under it
+    // stand after a blank line. Before, ten of the twelve blocks showed that line alone.
+    let (mock, proxy) = mock_and_proxy().await;
+    const SPECS: [&str; 5] = ["Order", "Cart", "User", "Mailer", "Coupon"];
+    const WORDS: [&str; 4] = [
+        "returns the order",
+        "validates the email",
+        "applies coupons",
+        "paginates",
+    ];
+    let mut run = String::from("Process exited with code 1\n");
+    for i in 0..300 {
+        run.push_str(&format!("{}Spec {} #{i}\n", SPECS[i % 5], WORDS[i % 4]));
+    }
+    run.push_str("\nFailures:\n\n");
+    for k in 1..=12 {
+        run.push_str(&format!(
+            "  {k}) Cart#total applies coupon {k}\n     Failure/Error: expect(cart.total).to eq({})\n\n       \
+             expected: {}\n            got: {}\n\n       (compared using ==)\n     # \
+             ./spec/models/cart_spec.rb:{}:in `block (3 levels) in <top (required)>'\n\n",
+            k * 10,
+            k * 10,
+            k * 10 + 7,
+            40 + k
+        ));
+    }
+    run.push_str(
+        "Finished in 12.4 seconds (files took 2.1 seconds to load)\n300 examples, 12 failures\n",
+    );
+    let turn = ("rspec", "Why do the cart specs fail?", "bundle exec rspec");
+    let received = output_received(&mock, &proxy, turn, &run).await;
+    for k in 1..=12 {
+        for line in [
+            format!("  {k}) Cart#total applies coupon {k}"),
+            format!("       expected: {}", k * 10),
+            format!("            got: {}", k * 10 + 7),
+        ] {
+            assert!(
+                received.lines().any(|l| l == line),
+                "{line} missing:\n{received}"
+            );
+        }
+        assert!(received.contains(&format!("cart_spec.rb:{}:in", 40 + k)));
+    }
+    assert!(!received.contains("#150\n"), "{received}");
+    assert_shrinks(&run, &received, (1, 2));
+}
+
+#[tokio::test]
 async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_traceback() {
     let (mock, proxy) = mock_and_proxy().await;
     let mut log = String::from("<returncode>1</returncode>\n<output>\n");

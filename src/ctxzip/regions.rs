@@ -6,7 +6,8 @@
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
 //! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
-//! ([`goroutines`]), test-runner section and summary lines. Everything else —
+//! ([`goroutines`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), test-runner section and
+//! summary lines. Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
 //!
@@ -22,6 +23,7 @@ use super::detect::{is_log_like, search_prefix};
 
 mod cycles;
 mod goroutines;
+mod numbered;
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
@@ -55,10 +57,30 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     // Go's goroutine blocks kept so far, and their stacks.
     let mut goroutines_kept = 0;
     let mut stacks_seen: HashSet<String> = HashSet::new();
+    // Inside a list of numbered failures (RSpec, Mocha, Jasmine), and the lines its blocks may still keep.
+    let mut in_numbered = false;
+    let mut numbered_left = numbered::MAX_LINES;
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
+        if numbered::is_heading(t) {
+            keep[i] = true;
+            in_numbered = true;
+            i += 1;
+            continue;
+        }
+        if in_numbered && numbered::is_header(line) {
+            let end = numbered::block_end(&lines[..n], i);
+            let take = (end - i).min(numbered::MAX_BLOCK).min(numbered_left);
+            keep[i..i + take].iter_mut().for_each(|k| *k = true);
+            numbered_left -= take;
+            i = end.max(i + 1);
+            continue;
+        }
+        if in_numbered && !line.is_empty() && !line.starts_with([' ', '\t']) {
+            in_numbered = false;
+        }
         if goroutines::is_header(line) {
             let end = goroutines::block_end(&lines[..n], i);
             let fresh = stacks_seen.insert(goroutines::stack_key(&lines[i + 1..end]));
