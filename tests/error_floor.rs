@@ -419,6 +419,50 @@ async fn rspec_failures_reach_the_upstream_with_each_examples_name_values_and_lo
 }
 
 #[tokio::test]
+async fn a_sanitizer_report_reaches_the_upstream_through_its_summary() {
+    // A data race among 300 test lines: the racing access, then (after blank lines) the other thread's access and
+    // where that thread was created, then the summary. Before, the context of the report's first line stopped at
+    // its first blank line and the rest went behind the marker.
+    let (mock, proxy) = mock_and_proxy().await;
+    const SUITES: [&str; 6] = ["Parser", "Lexer", "Arena", "Table", "Codec", "Ring"];
+    let report = "==================\nWARNING: ThreadSanitizer: data race (pid=4242)\n  \
+                  Write of size 8 at 0x7b0400000010 by thread T2:\n    #0 ring_push /src/ring.c:51:14 (ring_test+0x4c1d2)\n    \
+                  #1 producer /src/ring_test.c:30:5 (ring_test+0x4c9a0)\n\n  \
+                  Previous read of size 8 at 0x7b0400000010 by thread T1:\n    #0 ring_pop /src/ring.c:88:12 \
+                  (ring_test+0x4c3b1)\n    #1 consumer /src/ring_test.c:44:9 (ring_test+0x4ca51)\n\n  \
+                  Location is heap block of size 64 at 0x7b0400000000 allocated by main thread:\n    #0 malloc <null> \
+                  (libtsan.so.2+0x3ebf8)\n    #1 ring_new /src/ring.c:22:19 (ring_test+0x4c0a1)\n\n  \
+                  Thread T2 (tid=4245, running) created by main thread at:\n    #0 pthread_create <null> \
+                  (libtsan.so.2+0x5f0a6)\n    #1 main /src/ring_test.c:61:3 (ring_test+0x4cb10)\n\n\
+                  SUMMARY: ThreadSanitizer: data race /src/ring.c:51:14 in ring_push\n==================\n";
+    let mut log = String::from("Process exited with code 66\n");
+    for i in 0..300 {
+        log.push_str(&format!(
+            "[ RUN      ] {}Test.Case{i}\n[       OK ] {}Test.Case{i} ({} ms)\n",
+            SUITES[i % 6],
+            SUITES[i % 6],
+            i % 7
+        ));
+        if i == 150 {
+            log.push_str(report);
+        }
+    }
+    let turn = ("tsan", "Make the build green.", "ctest --output-on-failure");
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    for line in report
+        .lines()
+        .filter(|l| l.starts_with(' ') || l.starts_with("SUMMARY"))
+    {
+        assert!(
+            received.lines().any(|l| l == line),
+            "{line} missing:\n{received}"
+        );
+    }
+    assert!(!received.contains("Case220 "), "{received}");
+    assert_shrinks(&log, &received, (1, 3));
+}
+
+#[tokio::test]
 async fn an_exception_message_of_several_lines_reaches_the_upstream_with_its_traceback() {
     let (mock, proxy) = mock_and_proxy().await;
     let mut log = String::from("<returncode>1</returncode>\n<output>\n");

@@ -6,8 +6,8 @@
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
 //! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
-//! ([`goroutines`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), test-runner section and
-//! summary lines. Everything else —
+//! ([`goroutines`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
+//! through its summary ([`sanitizer`]), test-runner section and summary lines. Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
 //!
@@ -24,6 +24,7 @@ use super::detect::{is_log_like, search_prefix};
 mod cycles;
 mod goroutines;
 mod numbered;
+mod sanitizer;
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
@@ -64,6 +65,14 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     while i < n {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
+        if sanitizer::opens_report(line) {
+            // A sanitizer's report through its summary: the faulting access, the stacks that freed and allocated
+            // the memory (or the racing thread's), each after a blank line.
+            let end = sanitizer::report_end(&lines[..n], i);
+            keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+            i = end.max(i + 1);
+            continue;
+        }
         if numbered::is_heading(t) {
             keep[i] = true;
             in_numbered = true;
