@@ -101,6 +101,21 @@ fn line() -> impl Strategy<Value = String> {
         1 => Just("java.io.IOException: reset\n\tat a.B.c(B.java:1)\n\tat a.B.fail(B.java:2)\n\t... 3 more".to_string()),
         1 => Just(format!("{}\nFAIL: test_x (app.tests.T)\n{}", "=".repeat(70), "-".repeat(70))),
         1 => Just("tests/test_a.py::test_fail_silently PASSED".to_string()),
+        // The region finders' other shapes: a recursion's cycle, Go's goroutines, numbered failures, a sanitizer's
+        // report, a code frame; and a failing exit, so that the regions apply.
+        1 => (2usize..40).prop_map(|copies| format!(
+            "Traceback (most recent call last):\n  File \"m.py\", line 3, in <module>\n    run()\n{}RecursionError: \
+             maximum recursion depth exceeded",
+            "  File \"t.py\", line 9, in visit\n    return walk(n)\n  File \"t.py\", line 14, in walk\n    visit(c)\n"
+                .repeat(copies)
+        )),
+        1 => Just("panic: boom\n\ngoroutine 1 [running]:\nmain.f(0x1)\n\t/a.go:3 +0x1\nmain.main()\n\t/a.go:9 +0x2".to_string()),
+        1 => "goroutine [0-9]{1,3} \\[select\\]:\nmain.worker\\(0x[0-9a-f]{1,4}\\)\n\t/w.go:7 \\+0x1f",
+        1 => Just("Failures:\n\n  1) Cart total\n     Failure/Error: expect(t).to eq(9)\n\n       expected: 9\n            got: 7\n".to_string()),
+        1 => Just("==7==ERROR: AddressSanitizer: heap-use-after-free\n    #0 0x1 in f a.c:1\n\nfreed by thread T0 here:\n    \
+                   #0 0x2 in free\n\nSUMMARY: AddressSanitizer: heap-use-after-free a.c:1 in f".to_string()),
+        1 => Just("    > 41 |   expect(x).toBe(1);\n         |          ^".to_string()),
+        1 => Just("Process exited with code 1".to_string()),
         1 => "[\\[\\]{}\",:0-9a-z ]{0,40}",
     ]
 }
