@@ -81,6 +81,22 @@ fn report_prints_every_row_and_dumps_what_the_upstream_received() {
         report["replays"][0]["turns"], 3,
         "one request per model call"
     );
+    // Where the transcript's tokens are: the parts add up to its totals; the two outputs (neither a source view)
+    // shrank, the task, the notes and the calls did not.
+    let parts = report["breakdown"]["parts"].as_array().unwrap();
+    let sum = |key: &str| parts.iter().map(|p| p[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("before"), transcript["tokens_before"].as_u64().unwrap());
+    assert_eq!(sum("after"), transcript["tokens_after"].as_u64().unwrap());
+    let part = |i: usize| {
+        (
+            parts[i]["before"].as_u64().unwrap(),
+            parts[i]["after"].as_u64().unwrap(),
+        )
+    };
+    let (views, outputs, calls) = (part(0), part(2), part(5));
+    assert_eq!(views, (0, 0));
+    assert!(outputs.1 * 2 < outputs.0, "{outputs:?}");
+    assert!(calls.0 > 0 && calls.0 == calls.1, "{calls:?}");
 
     // The dump is the request the upstream received: the outputs carry markers, the rest is the transcript's.
     let sent: Value = serde_json::from_str(

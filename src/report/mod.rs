@@ -7,10 +7,12 @@
 //! the fold's calls), runs every request through the same stages a served request runs through, and measures what
 //! would have reached the upstream: real `o200k_base` tokens, error lines still visible verbatim, outputs changed,
 //! and the time the stages took. Three sections: each tool output as its own conversation, each transcript as one
-//! request (+ a final user "continue"), and each transcript replayed turn by turn with a provider prefix cache.
+//! request (+ a final user "continue", with where its tokens are by part), and each transcript replayed turn by
+//! turn with a provider prefix cache.
 
 mod corpus;
 pub mod measure;
+pub mod parts;
 mod render;
 mod replay;
 mod run;
@@ -159,6 +161,8 @@ pub struct Report {
     pub by_kind: Vec<(String, OutputTotals)>,
     pub outputs_total: OutputTotals,
     pub transcripts: Vec<TranscriptRow>,
+    /// Where the transcripts' tokens are, before and after, by part.
+    pub breakdown: parts::Breakdown,
     pub replays: Vec<ReplayRow>,
 }
 

@@ -77,6 +77,9 @@ pub fn to_text(r: &Report) -> String {
         }
         out.push('\n');
     }
+    if !r.transcripts.is_empty() {
+        out.push_str(&breakdown(&r.breakdown));
+    }
     if !r.replays.is_empty() {
         out.push_str(
             "## Sessions replayed turn by turn (prefix cache; cost = uncached + 0.1 × cached)\n\n",
@@ -113,5 +116,34 @@ pub fn to_text(r: &Report) -> String {
             ));
         }
     }
+    out
+}
+
+/// Where the transcripts' tokens are, by part: before, after, how much of the part went, and its share of what the
+/// upstream still receives.
+fn breakdown(b: &super::parts::Breakdown) -> String {
+    use super::parts::Part;
+    let left: usize = b.parts.iter().map(|p| p.after).sum();
+    let mut out = String::from(
+        "### Where the transcripts' tokens are (first seen, by part of the request)\n\n",
+    );
+    out.push_str("| part | tokens before | tokens after | fewer tokens | share of what is left |\n|---|---|---|---|---|\n");
+    for (part, t) in Part::ALL.iter().zip(&b.parts) {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.1} % | {} |\n",
+            part.label(),
+            t.before,
+            t.after,
+            percent_less(t.before, t.after),
+            percent(t.after, left),
+        ));
+    }
+    if b.folded > 0 {
+        out.push_str(&format!(
+            "\n{} folded transcript(s) left out: their items no longer pair with the original's.\n",
+            b.folded
+        ));
+    }
+    out.push('\n');
     out
 }

@@ -151,10 +151,21 @@ pub async fn run(options: ReportOptions) -> Result<Report, ReportError> {
             })?;
         }
         let mut rig = Rig::new(options.config.clone()).await?;
+        let min_output_chars = options.config.compress.min_tool_output_chars;
         for t in &transcripts {
-            report
-                .transcripts
-                .push(transcript_row(&mut rig, &mut tokens, t, options.dump.as_deref()).await?);
+            let (row, sent) =
+                transcript_row(&mut rig, &mut tokens, t, options.dump.as_deref()).await?;
+            // The request's items less the final "continue" the row added.
+            let sent_items = input_of(&sent);
+            let sent_items = &sent_items[..sent_items.len().saturating_sub(1)];
+            report.breakdown.add(
+                &t.items,
+                sent_items,
+                (row.tokens_before, row.tokens_after),
+                min_output_chars,
+                &mut |text| tokens.count(text),
+            );
+            report.transcripts.push(row);
         }
         rig.close().await;
         if options.replay {
@@ -221,13 +232,14 @@ async fn output_row(
     })
 }
 
-/// The whole transcript and a final "continue", as one first-seen request.
+/// The whole transcript and a final "continue", as one first-seen request; its row and what the upstream would
+/// receive.
 async fn transcript_row(
     rig: &mut Rig,
     tokens: &mut Tokens,
     t: &Transcript,
     dump: Option<&std::path::Path>,
-) -> Result<TranscriptRow, ReportError> {
+) -> Result<(TranscriptRow, Value), ReportError> {
     let mut input = t.items.clone();
     input.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "continue"}]}));
     let body = json!({
@@ -269,5 +281,5 @@ async fn transcript_row(
     } else {
         "none".into()
     };
-    Ok(row)
+    Ok((row, sent))
 }
