@@ -290,7 +290,7 @@ fn render_hashed(
     })
 }
 
-/// [`compress`] for a tool output that may repeat earlier outputs of its conversation: the shorter of the form by
+/// [`compress`](super::compress) for a tool output that may repeat earlier outputs of its conversation: the shorter of the form by
 /// kind (when `by_kind`: the text is large enough for it) and the form that points back to the earlier outputs.
 /// `hash` is `hash_of(original)`, which the caller already has (the proxy keys its records by it).
 pub fn compress_in_context(

@@ -3,7 +3,7 @@
 //! Dropping part of an error the user is about to debug is the worst thing compression can do, so an output that
 //! says its command failed — a non-zero exit code in the agent's output header (Codex's `Process exited with
 //! code N`, mini-swe-agent's `<returncode>N</returncode>`), a Python traceback, a JSON result with a failing
-//! `exit_code` — is compressed around its error regions only ([`super::regions`]), or left whole when the
+//! `exit_code` — is compressed around its error regions only (`ctxzip::regions`), or left whole when the
 //! operator asks for the old behaviour (`[compress] failures = "verbatim"`).
 
 /// How far into an output the failure signs are looked for (headers come first).

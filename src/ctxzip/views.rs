@@ -63,7 +63,7 @@ const SOURCE_NAMES: [&str; 4] = ["Makefile", "Dockerfile", "CMakeLists.txt", "Je
 /// one. `grep` is a search, not a view; `sed` without `-n` edits.
 ///
 /// A tool whose name says it reads a file (`read_file`, Codex's and the MCP filesystem server's readers) views
-/// source when the file it names ([`PATH_KEYS`]) is one.
+/// source when the file it names (`PATH_KEYS`) is one.
 pub fn views_source_file(tool: &str, arguments: &str) -> bool {
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
         return false;
@@ -144,7 +144,7 @@ const GENERATED_LINE: usize = 10_000;
 const LONG_LINE: usize = 400;
 
 /// Whether `text`, though a viewed file's, reads as generated rather than written: a line of
-/// [`GENERATED_LINE`] bytes or more, or more than a tenth of its lines over [`LONG_LINE`]. `cat dist/app.min.js`
+/// `GENERATED_LINE` bytes or more, or more than a tenth of its lines over `LONG_LINE`. `cat dist/app.min.js`
 /// is a view of a `.js` file, but no one edits it against what they see; its text decides how it is compressed.
 pub fn looks_generated(text: &str) -> bool {
     let (mut lines, mut long) = (0usize, 0usize);

@@ -1,6 +1,6 @@
 //! The edge: the route table and the one layer every request passes before a handler sees it.
 //!
-//! The layer ([`edge`]) does three things, in this order, in one pass (each layer of its own would box the
+//! The layer (`edge`) does three things, in this order, in one pass (each layer of its own would box the
 //! request's future once more and wrap every chunk of a streamed answer, which a proxy that relays thousands of
 //! events a second pays on each):
 //! 1. a span per request for the logs, at debug level, and one debug line when the handler answered (method, path,

@@ -5,7 +5,7 @@
 //! the only thing the client must not see: everything else reaches it byte for byte. So instead of parsing the
 //! whole answer into values and writing it out again, this module finds the byte spans of the few members it
 //! needs in one borrowing pass ([`glance`]) and splices new bytes into exactly those spans ([`client_view`]).
-//! The same splice serves the `response` object of SSE lifecycle events ([`strip_event`], and [`ResponseEcho`],
+//! The same splice serves the `response` object of SSE lifecycle events ([`strip_event`], and `ResponseEcho`,
 //! which the stream's light path reads in the same pass as the event's head).
 
 use std::borrow::Cow;
@@ -163,7 +163,7 @@ fn raw_span(base: &[u8], raw: &RawValue) -> Range<usize> {
     start..start + raw.get().len()
 }
 
-/// Reads a response object ([`ResponseEcho::read`]) and its `output` item heads with [`skim`], copying nothing
+/// Reads a response object (`ResponseEcho::read`) and its `output` item heads with [`skim`], copying nothing
 /// it skips. `None` when the bytes are not one JSON object (or repeat a member this module reads, or hold an
 /// `output` skim cannot follow): the caller then takes the full path.
 pub fn glance(bytes: &[u8], expand_tool: &str) -> Option<Glance> {

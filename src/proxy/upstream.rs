@@ -1,7 +1,7 @@
 //! The one client that talks to the upstream Responses API.
 //!
 //! It maps a client path under `/v1/` onto the configured base URL, sends with the configured connect and
-//! response-header timeouts, and hands back the response with a body stream guarded by an idle timeout ([`idle`]) —
+//! response-header timeouts, and hands back the response with a body stream guarded by an idle timeout (`idle`) —
 //! a stream may run for as long as the model writes, but a silent upstream is cut. Redirects are not followed and
 //! bodies are not decompressed: the client gets what the upstream sent.
 //!

@@ -4,7 +4,7 @@
 //! Every request body goes through here once, before any stage runs. Agent transcripts are mostly tool outputs,
 //! JSON strings with an escape every line (`\n`) or every few bytes (`\"`, when the output is itself JSON); a
 //! scanner that stops at each escape pays for each one (serde_json's, which this replaced, cost about 7
-//! instructions a byte on a 1.1 MB transcript). This one is a simdjson-style stage 1 ([`blocks`]: bitmasks of 64
+//! instructions a byte on a 1.1 MB transcript). This one is a simdjson-style stage 1 (`blocks`: bitmasks of 64
 //! bytes at a time, escapes and strings found with bit arithmetic) and a small stage 2 that visits only the bytes
 //! outside strings that matter — brackets, commas, colons, quotes, the first byte of a number or literal — with
 //! an explicit grammar state and depth stack, so any depth is fine. The cost per byte does not depend on how many

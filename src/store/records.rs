@@ -19,7 +19,7 @@
 //! | `Counters`     | [`TOTALS_KEY`]             | [`SavingsTotals`] of releases before per-tenant counters (no tenant; read only) |
 //!
 //! An original is the exact text a marker stands for; it is stored under its hash (per tenant) with a small header
-//! saying where it came from ([`original`]). The compressed form is stored per conversation anchor, so the same
+//! saying where it came from (`original`). The compressed form is stored per conversation anchor, so the same
 //! original in the same conversation always becomes the same bytes — after a restart or a configuration change too.
 
 mod original;

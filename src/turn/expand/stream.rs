@@ -38,7 +38,7 @@ fn cut(reason: &str) -> Chunk {
 }
 
 /// Runs a streamed turn with expansion: the first round's headers go out with what the upstream has already sent
-/// ([`Driver::read_ahead`]), the rest of the rounds follows as it arrives.
+/// (`Driver::read_ahead`), the rest of the rounds follows as it arrives.
 pub async fn run_stream(rounds: Rounds, wait: &UpstreamWait) -> Result<Response, ProxyError> {
     let state = rounds.state.clone();
     let first = rounds.send(wait).await?;
