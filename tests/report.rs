@@ -81,6 +81,11 @@ fn report_prints_every_row_and_dumps_what_the_upstream_received() {
         report["replays"][0]["turns"], 3,
         "one request per model call"
     );
+    // The first marker brings the expand tool: the head changes, and the task message the first turn sent is read
+    // again at full price. Sent as the agent sent them, nothing before a new item ever changes.
+    let replay = &report["replays"][0];
+    assert_eq!(replay["direct"]["reread"], 0, "{replay}");
+    assert!(replay["proxy"]["reread"].as_u64().unwrap() > 0, "{replay}");
     // Where the transcript's tokens are: the parts add up to its totals; the two outputs (neither a source view)
     // shrank, the task, the notes and the calls did not.
     let parts = report["breakdown"]["parts"].as_array().unwrap();

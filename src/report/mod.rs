@@ -131,6 +131,9 @@ pub struct ReplayRow {
 pub struct ReplayCost {
     pub tokens: usize,
     pub cached: usize,
+    /// Of the uncached tokens, those of the head and the items the previous turn already sent: read again at full
+    /// price because something before them changed (a cache break), not because they are new.
+    pub reread: usize,
 }
 
 impl ReplayCost {
@@ -150,6 +153,17 @@ impl ReplayCost {
     fn add(&mut self, o: &ReplayCost) {
         self.tokens += o.tokens;
         self.cached += o.cached;
+        self.reread += o.reread;
+    }
+
+    /// The share (in %) of the cost that is [`ReplayCost::reread`].
+    pub fn reread_percent(&self) -> f64 {
+        let cost = self.cost();
+        if cost == 0.0 {
+            0.0
+        } else {
+            100.0 * self.reread as f64 / cost
+        }
     }
 }
 

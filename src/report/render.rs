@@ -115,6 +115,14 @@ pub fn to_text(r: &Report) -> String {
                 ms(micros),
             ));
         }
+        out.push_str(&format!(
+            "\nRead again at full price after a cache break (the head or items an earlier turn sent, behind a change): \
+             direct {} tokens ({:.1} % of its cost), ctxgate {} ({:.1} %).\n",
+            direct.reread,
+            direct.reread_percent(),
+            proxy.reread,
+            proxy.reread_percent(),
+        ));
     }
     out
 }

@@ -53,11 +53,16 @@ impl Prefix {
         let head_tokens = tokens.count(&head);
         let mut cost = ReplayCost {
             tokens: head_tokens,
-            cached: 0,
+            ..ReplayCost::default()
         };
-        let mut leading = head == self.head && !self.items.is_empty();
+        // A turn after the first sent the head and its first items before: what of them is not served from the
+        // cache is read again.
+        let again = !self.items.is_empty();
+        let mut leading = head == self.head && again;
         if leading {
             cost.cached += head_tokens;
+        } else if again {
+            cost.reread += head_tokens;
         }
         for (i, item) in items.iter().enumerate() {
             let n = tokens.count(item);
@@ -65,6 +70,8 @@ impl Prefix {
             leading = leading && self.items.get(i) == Some(item);
             if leading {
                 cost.cached += n;
+            } else if i < self.items.len() {
+                cost.reread += n;
             }
         }
         self.head = head;
@@ -95,10 +102,8 @@ pub(super) async fn replay(
         row.micros += micros;
         let d = direct.price(tokens, &body);
         let p = proxy.price(tokens, &sent);
-        row.direct.tokens += d.tokens;
-        row.direct.cached += d.cached;
-        row.proxy.tokens += p.tokens;
-        row.proxy.cached += p.cached;
+        row.direct.add(&d);
+        row.proxy.add(&p);
     }
     Ok(row)
 }
@@ -133,7 +138,11 @@ mod tests {
         let second = p.price(&mut tokens, &two);
         assert_eq!(second.cached, first.tokens);
         assert!(second.tokens > first.tokens);
+        assert_eq!(second.reread, 0, "nothing changed before the new item");
         let changed = json!({"tools":[{"type":"function"}],"input":[{"a":"first item text"}]});
-        assert_eq!(p.price(&mut tokens, &changed).cached, 0);
+        let broken = p.price(&mut tokens, &changed);
+        assert_eq!(broken.cached, 0);
+        // The tools changed: the first item, sent before, is read again at full price; the head counts too.
+        assert_eq!(broken.reread, broken.tokens);
     }
 }
