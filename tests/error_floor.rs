@@ -46,6 +46,17 @@ fn assert_shrinks(original: &str, received: &str, (num, den): (usize, usize)) {
     );
 }
 
+/// Each of `lines` is a whole line of `received`.
+fn assert_visible<S: AsRef<str>>(received: &str, lines: impl IntoIterator<Item = S>) {
+    for line in lines {
+        let line = line.as_ref();
+        assert!(
+            received.lines().any(|l| l == line),
+            "{line} missing:\n{received}"
+        );
+    }
+}
+
 /// Sends [`one_output_turn`] through `proxy` and returns the output as the upstream received it.
 async fn output_received(
     mock: &MockHandle,
@@ -353,17 +364,15 @@ async fn a_jest_failure_reaches_the_upstream_with_the_line_its_code_frame_points
     run.push_str("Test Suites: 1 failed, 200 passed, 201 total\nTests:       1 failed, 1400 passed, 1401 total\n");
     let turn = ("jest", "Why does the cart test fail?", "npx jest");
     let received = output_received(&mock, &proxy, turn, &run).await;
-    for line in [
-        "    > 41 |   expect(cart.total()).toBe(90);",
-        "         |                        ^",
-        "  ● Cart › applies the discount",
-        "      at Object.<anonymous> (src/__tests__/cart.test.ts:41:24)",
-    ] {
-        assert!(
-            received.lines().any(|l| l == line),
-            "{line} missing:\n{received}"
-        );
-    }
+    assert_visible(
+        &received,
+        [
+            "    > 41 |   expect(cart.total()).toBe(90);",
+            "         |                        ^",
+            "  ● Cart › applies the discount",
+            "      at Object.<anonymous> (src/__tests__/cart.test.ts:41:24)",
+        ],
+    );
     assert!(!received.contains("150.test.ts"), "{received}");
     assert_shrinks(&run, &received, (1, 3));
 }
@@ -402,16 +411,14 @@ async fn rspec_failures_reach_the_upstream_with_each_examples_name_values_and_lo
     let turn = ("rspec", "Why do the cart specs fail?", "bundle exec rspec");
     let received = output_received(&mock, &proxy, turn, &run).await;
     for k in 1..=12 {
-        for line in [
-            format!("  {k}) Cart#total applies coupon {k}"),
-            format!("       expected: {}", k * 10),
-            format!("            got: {}", k * 10 + 7),
-        ] {
-            assert!(
-                received.lines().any(|l| l == line),
-                "{line} missing:\n{received}"
-            );
-        }
+        assert_visible(
+            &received,
+            [
+                format!("  {k}) Cart#total applies coupon {k}"),
+                format!("       expected: {}", k * 10),
+                format!("            got: {}", k * 10 + 7),
+            ],
+        );
         assert!(received.contains(&format!("cart_spec.rb:{}:in", 40 + k)));
     }
     assert!(!received.contains("#150\n"), "{received}");
@@ -449,15 +456,12 @@ async fn a_sanitizer_report_reaches_the_upstream_through_its_summary() {
     }
     let turn = ("tsan", "Make the build green.", "ctest --output-on-failure");
     let received = output_received(&mock, &proxy, turn, &log).await;
-    for line in report
-        .lines()
-        .filter(|l| l.starts_with(' ') || l.starts_with("SUMMARY"))
-    {
-        assert!(
-            received.lines().any(|l| l == line),
-            "{line} missing:\n{received}"
-        );
-    }
+    assert_visible(
+        &received,
+        report
+            .lines()
+            .filter(|l| l.starts_with(' ') || l.starts_with("SUMMARY")),
+    );
     assert!(!received.contains("Case220 "), "{received}");
     assert_shrinks(&log, &received, (1, 3));
 }
@@ -1102,12 +1106,7 @@ async fn a_uniform_log_reaches_the_upstream_with_the_lines_unlike_the_others() {
         "kubectl logs deploy/gateway --tail=400",
     );
     let received = output_received(&mock, &proxy, turn, &log).await;
-    for line in &odd {
-        assert!(
-            received.lines().any(|l| l == line),
-            "{line} missing:\n{received}"
-        );
-    }
+    assert_visible(&received, &odd);
     assert!(!received.contains("10.0.0.150 "), "{received}");
     assert_shrinks(&log, &received, (1, 5));
 }
