@@ -130,3 +130,39 @@ fn a_missing_corpus_folder_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/corpus: no such folder"), "{err}");
 }
+
+#[test]
+fn the_text_report_shows_where_the_tokens_are_and_what_the_cache_breaks_cost() {
+    let dir = corpus_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .arg("report")
+        .arg("--transcripts")
+        .arg(dir.path().join("transcripts"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("### Where the transcripts' tokens are"),
+        "{text}"
+    );
+    for part in [
+        "| tool outputs: the others |",
+        "| tool calls (the model's commands and edits) |",
+        "| instructions, tools and framing |",
+    ] {
+        assert!(text.contains(part), "{part} missing:\n{text}");
+    }
+    let reread = text
+        .lines()
+        .find(|l| l.starts_with("Read again at full price after a cache break"))
+        .unwrap();
+    assert!(
+        reread.contains("direct 0 tokens (0.0 % of its cost)"),
+        "{reread}"
+    );
+}
