@@ -47,16 +47,11 @@ fn corpus_dir() -> tempfile::TempDir {
     dir
 }
 
-#[test]
-fn report_prints_every_row_and_dumps_what_the_upstream_received() {
-    let dir = corpus_dir();
-    let dump = tempfile::tempdir().unwrap();
+/// `ctxgate report ARGS`, which must succeed; its standard output.
+fn report_of<'a>(args: impl IntoIterator<Item = &'a std::ffi::OsStr>) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
         .arg("report")
-        .arg(dir.path())
-        .arg("--json")
-        .arg("--dump")
-        .arg(dump.path().join("sent"))
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -64,7 +59,20 @@ fn report_prints_every_row_and_dumps_what_the_upstream_received() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    out.stdout
+}
+
+#[test]
+fn report_prints_every_row_and_dumps_what_the_upstream_received() {
+    let dir = corpus_dir();
+    let dump = tempfile::tempdir().unwrap();
+    let stdout = report_of([
+        dir.path().as_os_str(),
+        "--json".as_ref(),
+        "--dump".as_ref(),
+        dump.path().join("sent").as_os_str(),
+    ]);
+    let report: Value = serde_json::from_slice(&stdout).unwrap();
     let outputs = report["outputs"].as_array().unwrap();
     assert_eq!(outputs.len(), 2);
     for row in outputs {
@@ -134,18 +142,12 @@ fn a_missing_corpus_folder_is_a_clear_error() {
 #[test]
 fn the_text_report_shows_where_the_tokens_are_and_what_the_cache_breaks_cost() {
     let dir = corpus_dir();
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
-        .arg("report")
-        .arg("--transcripts")
-        .arg(dir.path().join("transcripts"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let transcripts = dir.path().join("transcripts");
+    let text = String::from_utf8(report_of([
+        "--transcripts".as_ref(),
+        transcripts.as_os_str(),
+    ]))
+    .unwrap();
     assert!(
         text.contains("### Where the transcripts' tokens are"),
         "{text}"
