@@ -537,6 +537,29 @@ mod tests {
         assert!(!lines::is_delimited_table(&grep_of_view));
     }
 
+    /// JVM frames start with a tab and have two words: neither makes a test run's failures a table.
+    #[test]
+    fn a_test_run_of_stack_frames_is_a_log_not_a_table() {
+        let mut run = String::from("[INFO] Running com.acme.CartTest\n");
+        for t in 0..6 {
+            run.push_str(&format!(
+                "[ERROR] test{t}(com.acme.CartTest)  Time elapsed: 0.01 s  <<< FAILURE!\n\
+                 java.lang.AssertionError: expected:<{t}> but was:<7>\n"
+            ));
+            for k in 0..30 {
+                run.push_str(&format!(
+                    "\tat org.junit.Runner$R{k}.run(Runner.java:{k})\n"
+                ));
+            }
+        }
+        assert!(!lines::is_delimited_table(&run));
+        assert!(!lines::is_listing(&run));
+        assert_eq!(detect(&run), Kind::Log);
+        // A TSV dump is still a table.
+        let tsv: String = (0..30).map(|i| format!("id{i}\tname {i}\t{i}\n")).collect();
+        assert!(lines::is_delimited_table(&tsv));
+    }
+
     #[test]
     fn a_search_path_without_line_numbers_must_look_like_a_file() {
         assert_eq!(

@@ -149,7 +149,8 @@ pub(crate) fn is_delimited_table(text: &str) -> bool {
             // whatever its tab says.
             continue;
         }
-        let (c, tb) = t.bytes().fold((0usize, 0usize), |(c, tb), b| {
+        // Leading tabs indent (a JVM stack frame, a Go frame's file line); they delimit no field.
+        let (c, tb) = t.trim_start().bytes().fold((0usize, 0usize), |(c, tb), b| {
             (c + usize::from(b == b','), tb + usize::from(b == b'\t'))
         });
         if let Some(n) = commas.get_mut(c) {
@@ -188,6 +189,11 @@ pub(crate) fn is_listing(text: &str) -> bool {
         lines += 1;
         if t.trim_start().starts_with('<') {
             // Markup (`<dict>`, `<key>path</key>`): an element's place in the tree is what it means.
+            continue;
+        }
+        if super::regions::is_frame(t.trim_start()) {
+            // A stack frame (`at org.junit.Assert.fail(Assert.java:89)`) has two words, as a row of a two-column
+            // table has; a test run whose failures print hundreds of them is still a story told in order.
             continue;
         }
         if fields == 1 {
