@@ -109,6 +109,18 @@ fn line() -> impl Strategy<Value = String> {
             "  File \"t.py\", line 9, in visit\n    return walk(n)\n  File \"t.py\", line 14, in walk\n    visit(c)\n"
                 .repeat(copies)
         )),
+        // Failures whose stacks share library frames around a frame of their own.
+        1 => (0u32..50).prop_map(|n| format!(
+            "Traceback (most recent call last):\n  File \"case.py\", line 60, in run\n    yield\n  File \"case.py\", line \
+             67, in call\n    method()\n  File \"t.py\", line {n}, in test_{n}\n    check()\n  File \"case.py\", line 912, \
+             in assertEqual\n    self.fail(msg)\n  File \"case.py\", line 753, in fail\n    raise self.failureException(msg)\n\
+             AssertionError: {n} != 1"
+        )),
+        1 => (0u32..50).prop_map(|n| format!(
+            "java.lang.AssertionError: case {n}\n\tat org.junit.Assert.fail(Assert.java:88)\n\tat org.junit.Assert.\
+             assertTrue(Assert.java:41)\n\tat a.T.test{n}(T.java:{n})\n\tat org.junit.Runner.run(Runner.java:9)\n\tat \
+             org.junit.Runner.runAll(Runner.java:20)\n\tat org.junit.Main.main(Main.java:3)"
+        )),
         1 => Just("panic: boom\n\ngoroutine 1 [running]:\nmain.f(0x1)\n\t/a.go:3 +0x1\nmain.main()\n\t/a.go:9 +0x2".to_string()),
         1 => "goroutine [0-9]{1,3} \\[select\\]:\nmain.worker\\(0x[0-9a-f]{1,4}\\)\n\t/w.go:7 \\+0x1f",
         1 => Just("Failures:\n\n  1) Cart total\n     Failure/Error: expect(t).to eq(9)\n\n       expected: 9\n            got: 7\n".to_string()),

@@ -221,6 +221,149 @@ async fn a_recursion_traceback_reaches_the_upstream_with_its_cycle_once_and_both
     assert_shrinks(&log, &received, (1, 10));
 }
 
+/// A Django test run with twelve failures: each traceback is unittest's seven frames around the test's own one.
+#[tokio::test]
+async fn a_run_with_many_failures_reaches_the_upstream_with_the_frames_they_share_shown_once() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let case = "/opt/conda/lib/python3.9/unittest/case.py";
+    let head = [
+        (60, "testPartExecutor", "yield"),
+        (676, "run", "self._callTestMethod(testMethod)"),
+        (633, "_callTestMethod", "method()"),
+    ];
+    let tail = [
+        (912, "assertEqual", "assertion_func(first, second, msg=msg)"),
+        (
+            1118,
+            "assertListEqual",
+            "self.assertSequenceEqual(list1, list2, msg, seq_type=list)",
+        ),
+        (1100, "assertSequenceEqual", "self.fail(msg)"),
+        (753, "fail", "raise self.failureException(msg)"),
+    ];
+    let frame = |(line, func, src): (u32, &str, &str)| {
+        format!("  File \"{case}\", line {line}, in {func}\n    {src}\n")
+    };
+    let mut log = String::from(
+        "<returncode>1</returncode>\n<output>\nCreating test database for alias 'default'...\n",
+    );
+    log.push_str(&".".repeat(70));
+    log.push_str("F\n");
+    let rule = "=".repeat(70);
+    let thin = "-".repeat(70);
+    let mut own = Vec::new();
+    for t in 0..12 {
+        let at = format!(
+            "  File \"/testbed/tests/queries/tests.py\", line {}, in test_case_{t}",
+            100 + t * 17
+        );
+        let src = format!("    self.assertEqual(list(qs), expected_{t})");
+        log.push_str(&format!(
+            "{rule}\nFAIL: test_case_{t} (queries.tests.QuerySetTests)\n{thin}\nTraceback (most recent call last):\n"
+        ));
+        head.iter().for_each(|f| log.push_str(&frame(*f)));
+        log.push_str(&format!("{at}\n{src}\n"));
+        tail.iter().for_each(|f| log.push_str(&frame(*f)));
+        log.push_str(&format!(
+            "AssertionError: Lists differ: [{t}, 2, 3] != [3, 2, {t}]\n\nFirst differing element 0:\n{t}\n3\n\n- [{t}, 2, 3]\n+ [3, 2, {t}]\n\n"
+        ));
+        own.push(at);
+        own.push(src);
+    }
+    log.push_str(&format!(
+        "{thin}\nRan 412 tests in 3.104s\n\nFAILED (failures=12)\n</output>"
+    ));
+    let turn = (
+        "many-failures",
+        "Fix the queryset tests",
+        "./tests/runtests.py queries",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    // Each test's own frame, each assertion message, every error line and the verdict stay.
+    assert_visible(&received, &own);
+    assert_visible(
+        &received,
+        (0..12).map(|t| format!("AssertionError: Lists differ: [{t}, 2, 3] != [3, 2, {t}]")),
+    );
+    assert_visible(&received, error_lines(&log));
+    assert_visible(&received, ["FAILED (failures=12)"]);
+    // The shared frames are shown once, with the first failure; the others point at them.
+    for f in head.iter().chain(&tail) {
+        let line = frame(*f);
+        let first = line.lines().next().unwrap();
+        assert_eq!(
+            received.lines().filter(|l| *l == first).count(),
+            1,
+            "{first}:\n{received}"
+        );
+    }
+    assert!(
+        received.matches("(the same stack frames as above)").count() >= 22,
+        "{received}"
+    );
+    assert_shrinks(&log, &received, (3, 5));
+}
+
+/// A Maven run with eight failing JUnit tests: each stack is JUnit's assertion frames, the test's own frame and
+/// thirty frames of the runner and Surefire, the same under every test. Before, each was kept whole.
+#[tokio::test]
+async fn a_maven_run_with_many_failures_reaches_the_upstream_with_the_runner_frames_shown_once() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let assert_frames = [
+        "\tat org.junit.Assert.fail(Assert.java:89)",
+        "\tat org.junit.Assert.failNotEquals(Assert.java:835)",
+        "\tat org.junit.Assert.assertEquals(Assert.java:647)",
+    ];
+    let runner: Vec<String> = (0..30)
+        .map(|k| {
+            format!(
+                "\tat org.junit.runners.ParentRunner$R{k}.evaluate(ParentRunner.java:{})",
+                300 + k
+            )
+        })
+        .collect();
+    let mut log = String::from("[INFO] Running com.acme.cart.CartServiceTest\n");
+    let mut own = Vec::new();
+    for t in 0..8 {
+        log.push_str(&format!(
+            "[ERROR] testTotal{t}(com.acme.cart.CartServiceTest)  Time elapsed: 0.01 s  <<< FAILURE!\n\
+             java.lang.AssertionError: expected:<{t}> but was:<{}>\n",
+            t + 1
+        ));
+        assert_frames
+            .iter()
+            .for_each(|f| log.push_str(&format!("{f}\n")));
+        let at = format!(
+            "\tat com.acme.cart.CartServiceTest.testTotal{t}(CartServiceTest.java:{})",
+            40 + t * 12
+        );
+        log.push_str(&format!("{at}\n"));
+        runner.iter().for_each(|f| log.push_str(&format!("{f}\n")));
+        log.push('\n');
+        own.push(at);
+    }
+    log.push_str(
+        "[ERROR] Tests run: 14, Failures: 8, Errors: 0, Skipped: 0\n[INFO] BUILD FAILURE\n",
+    );
+    let turn = ("maven-failures", "Fix the cart tests", "mvn -q test");
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    assert_visible(&received, &own);
+    assert_visible(&received, error_lines(&log));
+    assert_visible(&received, ["[INFO] BUILD FAILURE"]);
+    for f in assert_frames
+        .iter()
+        .copied()
+        .chain(runner.iter().map(String::as_str))
+    {
+        assert_eq!(
+            received.lines().filter(|l| *l == f).count(),
+            1,
+            "{f}:\n{received}"
+        );
+    }
+    assert_shrinks(&log, &received, (1, 3));
+}
+
 /// A Go service's log of `lines` varied lines with a nil-pointer panic at `at`, and the goroutine that panicked.
 fn go_panic_log(lines: usize, at: usize) -> (String, Vec<&'static str>) {
     const MESSAGES: [&str; 5] = [

@@ -14,8 +14,9 @@
 //! A traceback printed again with the same frames (a retry loop, a logger that reports each failed attempt) says
 //! nothing new but its exception line: the first copy is kept whole, a later one keeps its header and exception
 //! line, and its frames are left to the line engine, whose error floor still shows each error line once. The same
-//! holds for a JVM/JS frame run identical to an earlier one, and for the copies of a recursion's cycle between its
-//! first and last ([`cycles`]).
+//! holds for a JVM/JS frame run identical to an earlier one, for the copies of a recursion's cycle between its
+//! first and last ([`cycles`]), and for the runs of frames a stack shares with one shown above it while its own
+//! frames differ: the library frames around each test of a run with several failures ([`shared`]).
 
 use std::collections::HashSet;
 
@@ -25,6 +26,7 @@ mod cycles;
 mod goroutines;
 mod numbered;
 mod sanitizer;
+mod shared;
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
@@ -55,6 +57,8 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     let mut in_unittest_block = false;
     // The frame runs kept so far, by content: a run printed again is not kept again.
     let mut frames_seen: HashSet<&[&str]> = HashSet::new();
+    // Single frames shown so far: a stack that shares some with one above shows only the others.
+    let mut shown = shared::Shown::default();
     // Go's goroutine blocks kept so far, and their stacks.
     let mut goroutines_kept = 0;
     let mut stacks_seen: HashSet<String> = HashSet::new();
@@ -129,6 +133,14 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             let frames = &lines[i + 1..if raised { end - 1 } else { end }];
             if frames.is_empty() || frames_seen.insert(frames) {
                 keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+                let frames_end = i + 1 + frames.len();
+                shown.collapse(
+                    lines,
+                    i + 1..frames_end,
+                    shared::Frames::Python,
+                    keep,
+                    repeated,
+                );
             } else {
                 // The same frames as a traceback above: what this one adds is its exception line.
                 keep[i] = true;
@@ -224,6 +236,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
                     MAX_FRAMES,
                     MAX_FRAMES / 2,
                 );
+                shown.collapse(lines, start..end, shared::Frames::Lines, keep, repeated);
             } else {
                 repeated[start..end].iter_mut().for_each(|r| *r = true);
             }
@@ -461,8 +474,8 @@ fn is_caret_line(t: &str) -> bool {
         && t.bytes().all(|b| matches!(b, b'|' | b' ' | b'^' | b'~'))
 }
 
-/// A JVM, JS or .NET stack frame.
-fn is_frame(t: &str) -> bool {
+/// A JVM, JS or .NET stack frame (`t` trimmed at its start).
+pub(crate) fn is_frame(t: &str) -> bool {
     (t.starts_with("at ") && (t.contains('(') || t.contains(':')))
         || (t.starts_with("... ") && t.ends_with(" more"))
 }
