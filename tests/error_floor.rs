@@ -364,6 +364,46 @@ async fn a_maven_run_with_many_failures_reaches_the_upstream_with_the_runner_fra
     assert_shrinks(&log, &received, (1, 3));
 }
 
+/// A raw `go test -v` run, as a harness that prints no exit code passes it on: 300 passing tests and one failing,
+/// whose message (`got 3, want 4`) has no error word. Its verdict (`--- FAIL:`) now says it failed, so the line
+/// above the verdict stays as the failure's context; before, it was plain lines and the message went to the marker.
+#[tokio::test]
+async fn a_raw_go_test_run_reaches_the_upstream_with_the_failing_tests_message() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::new();
+    let (verbs, cases) = (
+        ["Fold", "Store", "Expand", "Split", "Parse"],
+        ["Unicode", "Large", "Empty", "Nested"],
+    );
+    for t in 0..300 {
+        let name = format!("Test{}{}{t}", verbs[t % 5], cases[t * 7 % 4]);
+        log.push_str(&format!("=== RUN   {name}\n"));
+        if t == 177 {
+            log.push_str(&format!(
+                "    roundtrip_test.go:42: got 3, want 4\n--- FAIL: {name} (0.00s)\n"
+            ));
+        } else {
+            log.push_str(&format!("--- PASS: {name} (0.0{}s)\n", t % 10));
+        }
+    }
+    log.push_str("FAIL\nFAIL\tgithub.com/acme/codec\t0.412s\nFAIL\n");
+    let turn = (
+        "go-test",
+        "CI is red, please look",
+        "go test -v ./internal/codec",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    assert_visible(
+        &received,
+        [
+            "    roundtrip_test.go:42: got 3, want 4",
+            "--- FAIL: TestExpandNested177 (0.00s)",
+        ],
+    );
+    assert_visible(&received, error_lines(&log));
+    assert_shrinks(&log, &received, (1, 4));
+}
+
 /// A Go service's log of `lines` varied lines with a nil-pointer panic at `at`, and the goroutine that panicked.
 fn go_panic_log(lines: usize, at: usize) -> (String, Vec<&'static str>) {
     const MESSAGES: [&str; 5] = [
