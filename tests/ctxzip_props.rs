@@ -109,6 +109,9 @@ fn line() -> impl Strategy<Value = String> {
             "  File \"t.py\", line 9, in visit\n    return walk(n)\n  File \"t.py\", line 14, in walk\n    visit(c)\n"
                 .repeat(copies)
         )),
+        1 => (0u32..50).prop_map(|n| format!(
+            "=== RUN   TestA{n}\n    a_test.go:{n}: got {n}, want 1\n--- FAIL: TestA{n} (0.00s)"
+        )),
         // Failures whose stacks share library frames around a frame of their own.
         1 => (0u32..50).prop_map(|n| format!(
             "Traceback (most recent call last):\n  File \"case.py\", line 60, in run\n    yield\n  File \"case.py\", line \

@@ -364,13 +364,12 @@ async fn a_maven_run_with_many_failures_reaches_the_upstream_with_the_runner_fra
     assert_shrinks(&log, &received, (1, 3));
 }
 
-/// A raw `go test -v` run, as a harness that prints no exit code passes it on: 300 passing tests and one failing,
-/// whose message (`got 3, want 4`) has no error word. Its verdict (`--- FAIL:`) now says it failed, so the line
-/// above the verdict stays as the failure's context; before, it was plain lines and the message went to the marker.
-#[tokio::test]
-async fn a_raw_go_test_run_reaches_the_upstream_with_the_failing_tests_message() {
-    let (mock, proxy) = mock_and_proxy().await;
+/// A raw `go test -v` run of 300 tests with varied names, as a harness that prints no exit code passes it on: the
+/// one at 177 fails after printing `message` (its lines indented as Go prints them). Returns the run and the
+/// failing test's verdict line.
+fn go_test_run(message: &str) -> (String, String) {
     let mut log = String::new();
+    let mut verdict = String::new();
     let (verbs, cases) = (
         ["Fold", "Store", "Expand", "Split", "Parse"],
         ["Unicode", "Large", "Empty", "Nested"],
@@ -379,14 +378,22 @@ async fn a_raw_go_test_run_reaches_the_upstream_with_the_failing_tests_message()
         let name = format!("Test{}{}{t}", verbs[t % 5], cases[t * 7 % 4]);
         log.push_str(&format!("=== RUN   {name}\n"));
         if t == 177 {
-            log.push_str(&format!(
-                "    roundtrip_test.go:42: got 3, want 4\n--- FAIL: {name} (0.00s)\n"
-            ));
+            verdict = format!("--- FAIL: {name} (0.00s)");
+            log.push_str(&format!("{message}{verdict}\n"));
         } else {
             log.push_str(&format!("--- PASS: {name} (0.0{}s)\n", t % 10));
         }
     }
     log.push_str("FAIL\nFAIL\tgithub.com/acme/codec\t0.412s\nFAIL\n");
+    (log, verdict)
+}
+
+/// A failing test's message (`got 3, want 4`) has no error word. The run's verdict (`--- FAIL:`) now says it
+/// failed, so the test's lines stay; before, it was plain lines and the message went to the marker.
+#[tokio::test]
+async fn a_raw_go_test_run_reaches_the_upstream_with_the_failing_tests_message() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let (log, verdict) = go_test_run("    roundtrip_test.go:42: got 3, want 4\n");
     let turn = (
         "go-test",
         "CI is red, please look",
@@ -395,11 +402,40 @@ async fn a_raw_go_test_run_reaches_the_upstream_with_the_failing_tests_message()
     let received = output_received(&mock, &proxy, turn, &log).await;
     assert_visible(
         &received,
-        [
-            "    roundtrip_test.go:42: got 3, want 4",
-            "--- FAIL: TestExpandNested177 (0.00s)",
-        ],
+        ["    roundtrip_test.go:42: got 3, want 4", verdict.as_str()],
     );
+    assert_visible(&received, error_lines(&log));
+    assert_shrinks(&log, &received, (1, 4));
+}
+
+/// testify prints what was expected, what came and their diff between its `Error:` line and the verdict, more
+/// lines than an error line's context: the failing test's lines from its `=== RUN` line are a region.
+#[tokio::test]
+async fn a_go_test_failure_reaches_the_upstream_with_its_testify_diff() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let diff = [
+        "        \t            \texpected: \"a,b,c\"",
+        "        \t            \tactual  : \"a,c,b\"",
+        "        \t            \t",
+        "        \t            \tDiff:",
+        "        \t            \t--- Expected",
+        "        \t            \t+++ Actual",
+        "        \t            \t@@ -1 +1 @@",
+        "        \t            \t-a,b,c",
+        "        \t            \t+a,c,b",
+    ];
+    let message = format!(
+        "    roundtrip_test.go:42: \n        \tError Trace:\troundtrip_test.go:42\n        \tError:      \tNot equal: \n{}\n",
+        diff.join("\n")
+    );
+    let (log, verdict) = go_test_run(&message);
+    let turn = (
+        "go-testify",
+        "CI is red, please look",
+        "go test -v ./internal/codec",
+    );
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    assert_visible(&received, diff.iter().chain([&verdict.as_str()]));
     assert_visible(&received, error_lines(&log));
     assert_shrinks(&log, &received, (1, 4));
 }

@@ -6,7 +6,7 @@
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
 //! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
-//! ([`goroutines`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
+//! ([`goroutines`]), a failing Go test's output above its `--- FAIL:` line ([`gotest`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
 //! through its summary ([`sanitizer`]), test-runner section and summary lines. Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
@@ -24,6 +24,7 @@ use super::detect::{is_log_like, search_prefix};
 
 mod cycles;
 mod goroutines;
+mod gotest;
 mod numbered;
 mod sanitizer;
 mod shared;
@@ -178,6 +179,12 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             in_unittest_block = lines
                 .get(i + 1)
                 .is_some_and(|next| is_unittest_failure(next.trim_end_matches('\r')));
+        }
+        if let Some(name) = gotest::failed_test(line) {
+            // A failing Go test's own lines above its verdict: its messages, a testify diff, its subtests.
+            if let Some(run) = gotest::run_line(&lines[..n], i, name) {
+                keep_span(keep, run, i + 1, gotest::MAX_LINES, gotest::HEAD);
+            }
         }
         if is_code_frame_pointer(t) {
             // The failing line of a code frame (Jest, Vitest, Babel: `> 41 |   expect(total).toBe(4);`) and the
