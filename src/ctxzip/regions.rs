@@ -60,6 +60,9 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     let mut frames_seen: HashSet<&[&str]> = HashSet::new();
     // Single frames shown so far: a stack that shares some with one above shows only the others.
     let mut shown = shared::Shown::default();
+    // Where each Go test's output last started (`=== RUN`/`=== CONT`), for its `--- FAIL:` verdict.
+    let mut go_tests_started: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::new();
     // Go's goroutine blocks kept so far, and their stacks.
     let mut goroutines_kept = 0;
     let mut stacks_seen: HashSet<String> = HashSet::new();
@@ -180,11 +183,11 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
                 .get(i + 1)
                 .is_some_and(|next| is_unittest_failure(next.trim_end_matches('\r')));
         }
-        if let Some(name) = gotest::failed_test(line) {
+        if let Some(name) = gotest::started_test(line) {
+            go_tests_started.insert(name, i);
+        } else if let Some(&run) = gotest::failed_test(line).and_then(|n| go_tests_started.get(n)) {
             // A failing Go test's own lines above its verdict: its messages, a testify diff, its subtests.
-            if let Some(run) = gotest::run_line(&lines[..n], i, name) {
-                keep_span(keep, run, i + 1, gotest::MAX_LINES, gotest::HEAD);
-            }
+            keep_span(keep, run, i + 1, gotest::MAX_LINES, gotest::HEAD);
         }
         if is_code_frame_pointer(t) {
             // The failing line of a code frame (Jest, Vitest, Babel: `> 41 |   expect(total).toBe(4);`) and the

@@ -72,15 +72,9 @@ pub fn reports_failed_tests(text: &str) -> bool {
 fn count_before(line: &str, word: &str) -> u64 {
     line.find(word)
         .map(|at| {
-            let digits: String = line[..at]
-                .chars()
-                .rev()
-                .take_while(char::is_ascii_digit)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            digits.parse().unwrap_or(0)
+            let before = &line[..at];
+            let digits = before.bytes().rev().take_while(u8::is_ascii_digit).count();
+            before[at - digits..].parse().unwrap_or(0)
         })
         .unwrap_or(0)
 }

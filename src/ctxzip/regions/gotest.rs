@@ -9,26 +9,25 @@
 /// Lines kept of one failing test's output: its first [`HEAD`] and the rest from its end.
 pub(super) const MAX_LINES: usize = 40;
 pub(super) const HEAD: usize = 30;
-/// How far above its verdict a test's `=== RUN` line is looked for.
-const MAX_LOOKBACK: usize = 2000;
 
 /// The test a verdict line names: `--- FAIL: TestX/sub (0.00s)` (indented for a subtest) gives `TestX/sub`.
 pub(super) fn failed_test(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix("--- FAIL: ")?;
-    let name = rest.split_whitespace().next()?;
-    (!name.is_empty()).then_some(name)
+    line.trim_start()
+        .strip_prefix("--- FAIL: ")?
+        .split_whitespace()
+        .next()
 }
 
-/// Where the output of the test that failed at `verdict` starts: its `=== RUN   name` line (or `=== CONT`, where
-/// a parallel test resumed last), looked for up to [`MAX_LOOKBACK`] lines above.
-pub(super) fn run_line(lines: &[&str], verdict: usize, name: &str) -> Option<usize> {
-    let from = verdict.saturating_sub(MAX_LOOKBACK);
-    (from..verdict).rev().find(|&i| {
-        let t = lines[i].trim();
-        ["=== RUN", "=== CONT"]
-            .iter()
-            .any(|p| t.strip_prefix(p).is_some_and(|rest| rest.trim() == name))
-    })
+/// The test whose output a line starts: `=== RUN   TestX`, or `=== CONT  TestX` where a parallel test resumes. The
+/// region finder remembers the last such line of each test as it reads, so a verdict finds its test's start without
+/// looking back.
+pub(super) fn started_test(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let rest = t
+        .strip_prefix("=== RUN")
+        .or_else(|| t.strip_prefix("=== CONT"))?;
+    let name = rest.trim();
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
 }
 
 #[cfg(test)]
@@ -36,21 +35,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_verdict_names_its_test_and_the_run_line_is_found_above() {
-        let lines = [
-            "=== RUN   TestA",
-            "--- PASS: TestA (0.00s)",
-            "=== RUN   TestB",
-            "=== RUN   TestB/empty",
-            "    b_test.go:9: got 3, want 4",
-            "    --- FAIL: TestB/empty (0.00s)",
-            "--- FAIL: TestB (0.00s)",
-        ];
-        assert_eq!(failed_test(lines[5]), Some("TestB/empty"));
-        assert_eq!(run_line(&lines, 5, "TestB/empty"), Some(3));
-        assert_eq!(failed_test(lines[6]), Some("TestB"));
-        assert_eq!(run_line(&lines, 6, "TestB"), Some(2));
-        assert_eq!(failed_test(lines[1]), None);
-        assert_eq!(run_line(&lines, 6, "TestC"), None);
+    fn verdicts_and_run_lines_name_their_tests() {
+        assert_eq!(
+            failed_test("    --- FAIL: TestB/empty (0.00s)"),
+            Some("TestB/empty")
+        );
+        assert_eq!(failed_test("--- FAIL: TestB (0.00s)"), Some("TestB"));
+        assert_eq!(failed_test("--- PASS: TestA (0.00s)"), None);
+        assert_eq!(started_test("=== RUN   TestB/empty"), Some("TestB/empty"));
+        assert_eq!(started_test("=== CONT  TestB"), Some("TestB"));
+        assert_eq!(started_test("=== PAUSE TestB"), None);
+        assert_eq!(started_test("=== RUN"), None);
     }
 }
