@@ -364,6 +364,104 @@ async fn a_maven_run_with_many_failures_reaches_the_upstream_with_the_runner_fra
     assert_shrinks(&log, &received, (1, 3));
 }
 
+/// An RSpec run with eight failing examples: under each, the spec's own frame and nine frames of the grader that
+/// runs it, the same under every example. RSpec prints frames as `# ./lib/…:48:in …`, which read as comments:
+/// the run was taken for source code and sent whole.
+#[tokio::test]
+async fn an_rspec_run_with_many_failures_reaches_the_upstream_with_the_runner_frames_shown_once() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let runner: Vec<String> = (0..9)
+        .map(|k| {
+            format!(
+                "     # ./lib/graders/runner_{k}.rb:{}:in `step_{k}'",
+                20 + k
+            )
+        })
+        .collect();
+    let mut log = String::from("\nCart\n");
+    for t in 0..8 {
+        log.push_str(&format!(
+            "  #total_{t}\n    applies coupon {t} (FAILED - {})\n",
+            t + 1
+        ));
+    }
+    log.push_str("\nFailures:\n\n");
+    let mut own = Vec::new();
+    for t in 0..8 {
+        log.push_str(&format!(
+            "  {}) Cart#total_{t} applies coupon {t}\n     Failure/Error: expect(cart.total).to eq({})\n\n       \
+             expected: {}\n            got: {}\n\n",
+            t + 1,
+            90 + t,
+            90 + t,
+            100 + t
+        ));
+        let at = format!(
+            "     # ./spec/cart_spec.rb:{}:in `block (3 levels) in <top (required)>'",
+            12 + 4 * t
+        );
+        log.push_str(&format!("{at}\n"));
+        runner.iter().for_each(|f| log.push_str(&format!("{f}\n")));
+        log.push('\n');
+        own.push(at);
+    }
+    log.push_str(
+        "Finished in 0.14 seconds (files took 5.25 seconds to load)\n8 examples, 8 failures\n",
+    );
+    let turn = ("rspec-failures", "Fix the cart totals", "bundle exec rspec");
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    assert_visible(&received, &own);
+    assert_visible(&received, error_lines(&log));
+    assert_visible(
+        &received,
+        ["            got: 107", "8 examples, 8 failures"],
+    );
+    for f in &runner {
+        assert_eq!(
+            received.lines().filter(|l| l == f).count(),
+            1,
+            "{f}:\n{received}"
+        );
+    }
+    assert_shrinks(&log, &received, (1, 2));
+}
+
+/// A Mocha run whose passing tests are named for failures (`✓ rejects a failed job`): each such line is an error
+/// line the floor keeps, but its neighbours — more passing tests — are no context for it.
+#[tokio::test]
+async fn a_mocha_run_keeps_passing_tests_named_for_failures_without_their_neighbours() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut log = String::from("\n  Queue\n");
+    let mut named = Vec::new();
+    for t in 0..200 {
+        let line = if t % 10 == 3 {
+            format!("    ✓ moves job {t} to the failed set")
+        } else {
+            format!("    ✓ processes job {t} in order")
+        };
+        if t % 10 == 3 {
+            named.push(line.clone());
+        }
+        log.push_str(&format!("{line}\n"));
+    }
+    log.push_str(
+        "    1) retries a stalled job\n\n  199 passing (5s)\n  1 failing\n\n  1) Queue retries a stalled job:\n     \
+         Error: Timeout of 2000ms exceeded.\n      at listOnTimeout (node:internal/timers:569:17)\n",
+    );
+    let turn = ("mocha-named", "Fix the stalled job retry", "npx mocha");
+    let received = output_received(&mock, &proxy, turn, &log).await;
+    assert_visible(&received, &named);
+    assert_visible(&received, error_lines(&log));
+    assert_visible(&received, ["  1 failing"]);
+    let neighbours = (0..200)
+        .filter(|t| t % 10 == 4 && (20..160).contains(t))
+        .filter(|t| received.contains(&format!("✓ processes job {t} in order\n")))
+        .count();
+    // The run's head and tail show a few lines anyway; between them, none is kept for being a neighbour.
+    assert_eq!(neighbours, 0, "{neighbours} neighbours kept:\n{received}");
+    assert_shrinks(&log, &received, (1, 2));
+}
+
 /// A raw `go test -v` run of 300 tests with varied names, as a harness that prints no exit code passes it on: the
 /// one at 177 fails after printing `message` (its lines indented as Go prints them). Returns the run and the
 /// failing test's verdict line.

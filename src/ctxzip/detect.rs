@@ -315,9 +315,10 @@ fn is_code_like(content: &str) -> bool {
     if CODE_STARTS.iter().any(|s| t.starts_with(s)) {
         return true;
     }
-    // A comment (`# …`, `#!`), a closing bracket, a statement that is a keyword alone (`else:`, `try:`, `pass`).
+    // A comment (`# …`, `#!`), a closing bracket, a statement that is a keyword alone (`else:`, `try:`, `pass`);
+    // RSpec's `# ./spec/cart_spec.rb:12:in …` is a backtrace frame, not a comment.
     if t == "#"
-        || t.starts_with("# ")
+        || (t.starts_with("# ") && !super::regions::is_ruby_frame(t))
         || t.starts_with("#!")
         || t.starts_with([')', ']', '}'])
         || CODE_WORDS.contains(&t.trim_end_matches(':'))
@@ -558,6 +559,25 @@ mod tests {
         // A TSV dump is still a table.
         let tsv: String = (0..30).map(|i| format!("id{i}\tname {i}\t{i}\n")).collect();
         assert!(lines::is_delimited_table(&tsv));
+    }
+
+    #[test]
+    fn an_rspec_run_with_its_backtraces_is_a_log_not_code() {
+        let mut run = String::from("Cart\n  applies the coupon (FAILED - 1)\n\nFailures:\n\n");
+        for t in 1..=4 {
+            run.push_str(&format!(
+                "  {t}) Cart applies coupon {t}\n     Failure/Error: expect(total).to eq(90)\n\n"
+            ));
+            for k in 0..9 {
+                run.push_str(&format!("     # ./lib/runner_{k}.rb:{k}:in `step_{k}'\n"));
+            }
+            run.push('\n');
+        }
+        run.push_str("4 examples, 4 failures\n");
+        assert_eq!(detect(&run), Kind::Log);
+        // A Ruby source file's comments still make it code.
+        let ruby = "# A cart.\n# It totals.\nclass Cart\n  # The sum.\n  def total\n    items.sum(&:price)\n  end\nend\n";
+        assert_eq!(detect(ruby), Kind::Code);
     }
 
     #[test]

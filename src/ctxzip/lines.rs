@@ -259,7 +259,7 @@ pub(crate) fn compress_with(
     let mut flags = vec![0u8; n];
     let mut relevant: Vec<(u32, usize)> = Vec::new();
     for (i, r) in recs.iter().enumerate() {
-        if is_error_line(r.text) {
+        if is_error_line(r.text) && !regions::reports_pass(r.text) {
             flags[i] |= ERROR;
         }
         if is_floor_line(r.text) {

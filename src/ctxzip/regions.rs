@@ -92,6 +92,20 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             let take = (end - i).min(numbered::MAX_BLOCK).min(numbered_left);
             keep[i..i + take].iter_mut().for_each(|k| *k = true);
             numbered_left -= take;
+            // The backtrace under each example (RSpec's `# ./lib/…:48:in …` lines, Mocha's `at …`): the frames
+            // it shares with an example above — the runner's, the helpers' — are shown once.
+            let mut j = i;
+            while j < i + take {
+                if !is_frame(lines[j].trim_start()) {
+                    j += 1;
+                    continue;
+                }
+                let start = j;
+                while j < i + take && is_frame(lines[j].trim_start()) {
+                    j += 1;
+                }
+                shown.collapse(lines, start..j, shared::Frames::Lines, keep, repeated);
+            }
             i = end.max(i + 1);
             continue;
         }
@@ -484,10 +498,42 @@ fn is_caret_line(t: &str) -> bool {
         && t.bytes().all(|b| matches!(b, b'|' | b' ' | b'^' | b'~'))
 }
 
-/// A JVM, JS or .NET stack frame (`t` trimmed at its start).
+/// Whether `line` reports a test that passed: Mocha's and Jest's `✓ rejects a failed job`, pytest's
+/// `test_a.py::test_fail_fast PASSED`, Go's `--- PASS:`, unittest's and Cargo's `test_fail (…) ... ok`. An error word
+/// in such a line is the test's name: the line stays (the floor keeps it), but it brings no neighbours as context —
+/// they are more passing tests.
+pub(crate) fn reports_pass(line: &str) -> bool {
+    let t = line.trim_end_matches('\r').trim();
+    t.starts_with("✓ ")
+        || t.starts_with("✔ ")
+        || t.starts_with("√ ")
+        || t.starts_with("--- PASS: ")
+        || t.ends_with(" ... ok")
+        || t.ends_with(" PASSED")
+        || t.split_once(" PASSED ").is_some_and(|(_, progress)| {
+            progress.trim_start().starts_with('[') && progress.ends_with("%]")
+        })
+}
+
+/// A JVM, JS, .NET or Ruby stack frame (`t` trimmed at its start).
 pub(crate) fn is_frame(t: &str) -> bool {
     (t.starts_with("at ") && (t.contains('(') || t.contains(':')))
         || (t.starts_with("... ") && t.ends_with(" more"))
+        || is_ruby_frame(t)
+}
+
+/// A Ruby backtrace frame as RSpec prints it under a failure (`# ./lib/cart.rb:48:in `total'`) or Ruby under an
+/// uncaught exception (`from /app/lib/cart.rb:48:in 'Cart#total'`): a `path:line:in` location after `# ` or
+/// `from `. RSpec's `#` would otherwise read as a comment, and a run of its failures as source code.
+pub(crate) fn is_ruby_frame(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix("# ").or_else(|| t.strip_prefix("from ")) else {
+        return false;
+    };
+    search_prefix(rest).is_some_and(|path| {
+        rest[path.len() + 1..]
+            .split_once(':')
+            .is_some_and(|(_, after)| after.starts_with("in ") || after.starts_with("in`"))
+    })
 }
 
 #[cfg(test)]
@@ -505,6 +551,34 @@ mod tests {
             .filter(|(_, k)| *k)
             .map(|(l, _)| l.to_string())
             .collect()
+    }
+
+    #[test]
+    fn ruby_frames_and_passing_test_lines_are_told_apart() {
+        assert!(is_frame("# ./lib/graders/grader.rb:48:in `compute_points'"));
+        assert!(is_frame("from /app/lib/cart.rb:12:in 'Cart#total'"));
+        assert!(!is_frame("# ./lib/graders/grader.rb is the grader"));
+        assert!(!is_frame("# see lib/cart.rb:12 for why"));
+        for pass in [
+            "      ✓ a failed job should be removable",
+            "      ✔ fails over to the replica (12ms)",
+            "tests/test_a.py::test_fail_fast PASSED                  [ 50%]",
+            "tests/test_a.py::test_fail_fast PASSED",
+            "--- PASS: TestFailover (0.00s)",
+            "test_error_page (app.tests.ViewTests) ... ok",
+            "test store::tests::fails_when_full ... ok",
+        ] {
+            assert!(reports_pass(pass), "{pass}");
+        }
+        for other in [
+            "      1) a failed job should be removable",
+            "tests/test_a.py::test_fail_fast FAILED                  [ 50%]",
+            "--- FAIL: TestFailover (0.00s)",
+            "test store::tests::fails_when_full ... FAILED",
+            "PASSED: the error was logged",
+        ] {
+            assert!(!reports_pass(other), "{other}");
+        }
     }
 
     #[test]
