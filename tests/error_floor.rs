@@ -1,6 +1,7 @@
 //! What compression promises a user debugging a failure, through the running proxy: a failing test run reaches
 //! the upstream much smaller with every traceback and verdict line intact; text that only resembles a marker is
-//! left alone; a traceback printed again is shown once; a module viewed with `cat` arrives verbatim; a diff the compressor once tripped on passes; the side
+//! left alone; a traceback printed again is shown once; an API answer full of its command's own words is
+//! compressed like any other; a module viewed with `cat` arrives verbatim; a diff the compressor once tripped on passes; the side
 //! endpoint returns whole originals; and each output is decided once per conversation — a
 //! small saving waits until the conversation already pays for the expand tool, and a verbatim decision holds.
 #![expect(
@@ -460,6 +461,87 @@ async fn a_mocha_run_keeps_passing_tests_named_for_failures_without_their_neighb
     // The run's head and tail show a few lines anyway; between them, none is kept for being a neighbour.
     assert_eq!(neighbours, 0, "{neighbours} neighbours kept:\n{received}");
     assert_shrinks(&log, &received, (1, 2));
+}
+
+/// `aws ec2 describe-instances`: the command's own words (`ec2`) stand in every instance's host names. Taken as
+/// query terms, they made each instance's nested network bookkeeping "relevant", and nothing was offloaded.
+#[tokio::test]
+async fn an_api_answer_full_of_the_commands_own_words_reaches_the_upstream_compressed() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let instances: Vec<Value> = (0..6)
+        .map(|i| {
+            let dns = format!("ec2-54-255-{i}-134.ap-southeast-1.compute.amazonaws.com");
+            let interfaces: Vec<Value> = (0..3)
+                .map(|k| {
+                    json!({
+                        "Association": {"IpOwnerId": "amazon", "PublicDnsName": dns, "PublicIp": format!("54.255.{i}.{k}")},
+                        "Attachment": {"AttachTime": "2023-07-31T14:50:12+00:00", "AttachmentId": format!("eni-attach-0a{i}{k}"), "DeleteOnTermination": true, "DeviceIndex": k, "Status": "attached", "NetworkCardIndex": 0},
+                        "Groups": [{"GroupName": "launch-wizard-1", "GroupId": format!("sg-0{i}{k}a1b2c3d4")}],
+                        "PrivateIpAddresses": [{"Association": {"IpOwnerId": "amazon", "PublicDnsName": dns, "PublicIp": format!("54.255.{i}.{k}")}, "Primary": true, "PrivateDnsName": format!("ip-172-31-{i}-{k}.ap-southeast-1.compute.internal"), "PrivateIpAddress": format!("172.31.{i}.{k}")}],
+                        "SourceDestCheck": true, "Status": "in-use", "SubnetId": format!("subnet-0{i}{k}9f8e7d"), "VpcId": "vpc-0c1d2e3f4a5b6c7d8", "InterfaceType": "interface"
+                    })
+                })
+                .collect();
+            json!({"Groups": [], "Instances": [{
+                "InstanceId": format!("i-0260{i}bf0cf92a4ee1"), "InstanceType": "t3a.small", "PublicDnsName": dns,
+                "State": {"Code": 16, "Name": "running"}, "NetworkInterfaces": interfaces
+            }], "OwnerId": "232705437403", "ReservationId": format!("r-0{i}5d3c2b1a")})
+        })
+        .collect();
+    let answer = serde_json::to_string_pretty(&json!({"Reservations": instances})).unwrap();
+    let turn = (
+        "aws-instances",
+        "Why can't I reach the staging box?",
+        "aws ec2 describe-instances",
+    );
+    let received = output_received(&mock, &proxy, turn, &answer).await;
+    let shown: Value = serde_json::from_str(&received).unwrap();
+    for i in 0..6 {
+        let id = format!("i-0260{i}bf0cf92a4ee1");
+        assert_eq!(
+            shown["Reservations"][i]["Instances"][0]["InstanceId"], id,
+            "{received}"
+        );
+    }
+    assert_shrinks(&answer, &received, (2, 3));
+}
+
+/// A Jupyter cell's traceback as IPython prints it, in colour: every error line reaches the upstream as the exact
+/// line, escapes and all; the frames and source lines between them come without their colour codes, which were
+/// half the tokens.
+#[tokio::test]
+async fn a_coloured_notebook_traceback_reaches_the_upstream_with_its_error_lines_exact_and_no_colours()
+ {
+    let (mock, proxy) = mock_and_proxy().await;
+    let (red, green, blue) = ("\x1b[0;31m", "\x1b[0;32m", "\x1b[0;34m");
+    let reset = "\x1b[0m";
+    let mut tb = format!(
+        "{red}---------------------------------------------------------------------------{reset}\n{red}KeyError{reset}                                  Traceback (most recent call last)\n"
+    );
+    for k in 0..12 {
+        tb.push_str(&format!(
+            "{green}~/envs/data/lib/python3.7/site-packages/pandas/core/frame_{k}.py{reset} in {blue}get_item_{k}{reset}{blue}(self, key){reset}\n"
+        ));
+        for l in 0..4 {
+            tb.push_str(&format!(
+                "{green}   {}{reset}             {green}indexer{reset} {blue}={reset} {reset}self{reset}{blue}.{reset}columns{blue}.{reset}get_loc{blue}({reset}key{blue}){reset}\n",
+                2790 + 10 * k + l
+            ));
+        }
+        tb.push('\n');
+    }
+    tb.push_str(&format!("{red}KeyError{reset}: 'math_score'\n"));
+    let turn = (
+        "notebook-colours",
+        "Why does the summary cell fail?",
+        "jupyter nbconvert --execute analysis.ipynb",
+    );
+    let received = output_received(&mock, &proxy, turn, &tb).await;
+    assert_visible(&received, error_lines(&tb));
+    assert_visible(&received, [format!("{red}KeyError{reset}: 'math_score'")]);
+    assert!(received.contains("~/envs/data/lib/python3.7/site-packages/pandas/core/frame_0.py in get_item_0(self, key)\n"), "{received}");
+    assert!(!received.contains(green), "{received}");
+    assert_shrinks(&tb, &received, (2, 3));
 }
 
 /// A raw `go test -v` run of 300 tests with varied names, as a harness that prints no exit code passes it on: the

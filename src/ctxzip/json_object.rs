@@ -10,7 +10,7 @@
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
 use super::relevance::{has_floor_word, is_error_line, is_floor_line};
-use super::truncate::shorten_to;
+use super::truncate::{shorten_armored, shorten_to};
 use super::{Ctx, Kind, Tally, Unit, compress_kind, detect};
 
 /// Nesting levels of containers compressed inside one another; deeper values are copied.
@@ -230,7 +230,9 @@ fn compress_string(
         Some(s) => s.to_string(),
         None => serde_json::from_str(raw).ok()?,
     };
-    let replaced = if decoded.contains('\n') {
+    let replaced = if let Some(short) = shorten_armored(&decoded, ctx, tally) {
+        short
+    } else if decoded.contains('\n') {
         let kind = detect(&decoded);
         let nested_depth = if matches!(kind, Kind::JsonArray | Kind::JsonObject) {
             depth + 1
@@ -258,6 +260,36 @@ mod tests {
     fn run(t: &str) -> Option<String> {
         let ctx = Ctx::new("0123456789ab".into(), &Options::default());
         compress_document(t, &ctx, 0, &mut Tally::default())
+    }
+
+    #[test]
+    fn an_armored_signature_keeps_its_begin_line_and_a_few_characters() {
+        let sig: String = (0..12)
+            .map(|i| {
+                format!("wsFcBAABCAAQBQJncUZyCRC1aQ7uu5UhlAAAkqsQAGDitC5DSe3ySbRtmHzPf7iv{i:02}\n")
+            })
+            .collect();
+        let signature =
+            format!("-----BEGIN PGP SIGNATURE-----\n\n{sig}=Dn7W\n-----END PGP SIGNATURE-----\n");
+        let doc = serde_json::json!({"sha": "588ff18", "verification": {"verified": true, "signature": signature}});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let shown = v["verification"]["signature"].as_str().unwrap_or_default();
+        assert!(
+            shown.starts_with("-----BEGIN PGP SIGNATURE-----\n\nwsFcBAAB"),
+            "{shown}"
+        );
+        assert!(shown.contains("_chars_offloaded"), "{shown}");
+        assert!(shown.len() < 120, "{shown}");
+        assert_eq!(v["sha"], "588ff18");
+        // A multi-line string that only opens like one stays a text.
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let prose = format!(
+            "-----BEGIN NOTES-----\n{}\n-----END NOTES-----",
+            "a note, with words. ".repeat(30)
+        );
+        assert!(shorten_armored(&prose, &ctx, &mut Tally::default()).is_none());
     }
 
     #[test]

@@ -607,6 +607,39 @@ pub(crate) fn is_redraw(text: &str) -> bool {
     false
 }
 
+/// `line` without its colour and erase sequences (`ESC[0;31m`, `ESC[1m`, `ESC[0m`, `ESC[K`), or `None` when it
+/// has none. A Jupyter traceback or a test run forced into colour spends about half its tokens on them, and they
+/// show nothing a reader needs; other sequences (cursor moves, which tell a redrawn status) stay.
+pub(crate) fn strip_colours(line: &str) -> Option<String> {
+    let b = line.as_bytes();
+    memchr::memchr(0x1b, b)?;
+    let mut out = String::with_capacity(line.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(at) = memchr::memchr(0x1b, &b[from..]) {
+        let i = from + at;
+        from = i + 1;
+        if b.get(i + 1) != Some(&b'[') {
+            continue;
+        }
+        let params = b[i + 2..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit() || **c == b';')
+            .count();
+        let end = i + 2 + params;
+        if matches!(b.get(end), Some(b'm' | b'K')) {
+            out.push_str(&line[copied..i]);
+            copied = end + 1;
+            from = end + 1;
+        }
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&line[copied..]);
+    Some(out)
+}
+
 /// Whether `line` shows nothing on a terminal: whitespace and ANSI escape sequences only (`ESC[0K`,
 /// `ESC[?25h`, `ESC[7A`). Output captured from a TTY — spinners, progress bars, test runners that redraw their
 /// status — separates its frames with such lines, so for the context of an error they are the blank line that

@@ -1,6 +1,7 @@
 //! Unit tests for [`super`]: what a line selection keeps (head, tail, error lines with their context, keep-pattern
 //! hits, relevant lines), terminal redraws and listings gathered after one marker, and repeats collapsed.
 
+use super::super::logs::compress_failing;
 use super::super::{Options, find_markers};
 use super::*;
 
@@ -43,6 +44,60 @@ fn terminal_control_lines_are_blank() {
     assert!(renders_blank("\x1b[0K\x1b[?25h\x1b[?25l\x1b[7A\x1b[0K"));
     assert!(!renders_blank("\x1b[0K 3 tests\x1b[0K"));
     assert!(!renders_blank("[0K"), "no escape byte: printable text");
+}
+
+#[test]
+fn colour_codes_are_told_from_other_sequences() {
+    assert_eq!(
+        strip_colours("\x1b[0;32m-> 2646\x1b[0;31m  return x\x1b[0m\x1b[K").as_deref(),
+        Some("-> 2646  return x")
+    );
+    // A cursor move tells a redrawn status: it stays.
+    assert_eq!(
+        strip_colours("\x1b[7A\x1b[1mok\x1b[0m").as_deref(),
+        Some("\x1b[7Aok")
+    );
+    assert_eq!(strip_colours("\x1b[7A plain"), None);
+    assert_eq!(strip_colours("no escapes"), None);
+    // An escape at the very end, or a sequence cut short, is copied as it is.
+    assert_eq!(strip_colours("x\x1b[0;3").as_deref(), None);
+    assert_eq!(strip_colours("x\x1b").as_deref(), None);
+}
+
+#[test]
+fn a_coloured_traceback_keeps_its_error_lines_exact_and_drops_the_other_colours() {
+    let red = |s: &str| format!("\x1b[0;31m{s}\x1b[0m");
+    let green = |s: &str| format!("\x1b[0;32m{s}\x1b[0m");
+    let mut text = format!(
+        "{}                 Traceback (most recent call last)\n",
+        red("KeyError")
+    );
+    for k in 0..6 {
+        text.push_str(&format!(
+            "{} in {}\n{}     {}\n\n",
+            green(&format!("/srv/app/pandas/core/frame_{k}.py")),
+            green(&format!("get_loc_{k}")),
+            green(&format!("-> {}", 2640 + k)),
+            green("return self._engine.get_loc(key)"),
+        ));
+    }
+    text.push_str(&format!("{}: 'math_score'\n", red("KeyError")));
+    let mut tally = Tally::default();
+    let out = compress_failing(&text, &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    let first = text.lines().next().unwrap_or_default();
+    let last = text.lines().last().unwrap_or_default();
+    assert!(out.lines().any(|l| l == first), "{out}");
+    assert!(out.lines().any(|l| l == last), "{out}");
+    assert!(
+        out.contains("/srv/app/pandas/core/frame_3.py in get_loc_3\n"),
+        "{out}"
+    );
+    assert!(!out.contains("\x1b[0;32m"), "{out}");
+    assert!(
+        out.contains("_chars_offloaded>> (terminal colour codes)"),
+        "{out}"
+    );
+    assert!(out.len() + 150 < text.len(), "{out}");
 }
 
 #[test]

@@ -10,6 +10,93 @@ pub const MAX_TERMS: usize = 24;
 /// Longer tokens are blobs (hashes, base64), not something a user asks about.
 const MAX_TERM_LEN: usize = 80;
 
+/// Programs whose next word is what they look for (`grep TODO src/`), not a subcommand.
+const SEARCHERS: [&str; 7] = ["grep", "egrep", "fgrep", "rg", "ag", "ack", "findstr"];
+
+/// The part of a tool call's `arguments` (JSON) that says what the agent looks for, as text for [`query_terms`]:
+/// the arguments' values, with each stage of a shell command (`command`/`cmd`, a string or Codex's `["bash",
+/// "-lc", …]`) stripped of the program and subcommand words it opens with. `aws ec2 describe-instances` or
+/// `kubectl get nodes` says which tool printed the output, and its words stand all over that output (`ec2-54-…`
+/// host names): as query terms they made every part of it "relevant", and none could be offloaded. Flags go too
+/// (`-rn`); paths, patterns, test names and flags' values stay (`pytest tests/test_api.py -k timeout`,
+/// `--include=*.py`).
+/// Arguments that are not a JSON object are returned as they are.
+pub fn call_query_text(arguments: &str) -> String {
+    use serde_json::Value;
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
+        return arguments.to_owned();
+    };
+    let mut out = String::new();
+    for (key, value) in &args {
+        let command = match (key.as_str(), value) {
+            ("command" | "cmd", Value::String(c)) => Some(c.as_str()),
+            ("command" | "cmd", Value::Array(parts)) => parts.last().and_then(Value::as_str),
+            _ => None,
+        };
+        match (command, value) {
+            (Some(c), _) => out.push_str(&without_program_words(c)),
+            (None, Value::String(v)) => out.push_str(v),
+            (None, other) => out.push_str(&other.to_string()),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The stages of a shell command line: split at `|`, `;`, `&` and line ends outside quotes (`grep -E "a|b"` is
+/// one stage).
+fn stages(command: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quote = None;
+    let mut start = 0;
+    for (i, c) in command.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '|' | ';' | '&' | '\n') => {
+                out.push(&command[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&command[start..]);
+    out
+}
+
+/// A shell command line without the words each stage opens with that name the program and its subcommands:
+/// bare words (letters, digits, `-`, `_`, `:`; not a flag) from the stage's start, up to the first other word,
+/// or through a searcher's name ([`SEARCHERS`]), whose next word is its pattern.
+fn without_program_words(command: &str) -> String {
+    let mut out = String::with_capacity(command.len());
+    for stage in stages(command) {
+        let mut skipping = true;
+        for word in stage.split_whitespace() {
+            let bare = !word.starts_with('-')
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':'));
+            if skipping && bare {
+                skipping = !SEARCHERS.contains(&word);
+                continue;
+            }
+            skipping = false;
+            // A flag says how, not what (`-rn`); a flag's own value does (`--include=*.py`).
+            let word = match word.strip_prefix('-') {
+                Some(flag) => match flag.split_once('=') {
+                    Some((_, value)) => value,
+                    None => continue,
+                },
+                None => word,
+            };
+            out.push_str(word);
+            out.push(' ');
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Terms from a user message or tool arguments: lowercase words of at least 3 characters, identifiers
 /// (`poll_frame`, `tokio::sync`) and paths (`src/main.rs`) whole plus their last component; stop words
 /// dropped; deduplicated in first-appearance order; at most [`MAX_TERMS`].
@@ -192,6 +279,49 @@ fn is_stop_word(w: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commands_program_and_subcommands_are_no_query_terms() {
+        let terms = |args: &str| query_terms(&call_query_text(args));
+        assert!(terms(r#"{"command": "aws ec2 describe-instances"}"#).is_empty());
+        assert_eq!(
+            terms(r#"{"command": "kubectl get nodes -o json"}"#),
+            vec!["json"]
+        );
+        assert_eq!(
+            terms(r#"{"command": "cd /testbed && python -m pytest tests/test_api.py -k timeout"}"#),
+            vec![
+                "testbed",
+                "pytest",
+                "tests/test_api.py",
+                "test_api.py",
+                "timeout"
+            ]
+        );
+        // A searcher's pattern is what the agent looks for.
+        assert_eq!(
+            terms(r#"{"command": "grep poll_frame src/"}"#),
+            vec!["poll_frame", "src"]
+        );
+        assert_eq!(
+            terms(r#"{"command": "git grep poll_frame"}"#),
+            vec!["poll_frame"]
+        );
+        assert_eq!(
+            terms(r#"{"command": "grep -rnE 'poll_frame|tick_once' src | head -50"}"#),
+            vec!["poll_frame", "tick_once", "src"]
+        );
+        // Codex's argv form; other arguments' values count as they are.
+        assert_eq!(
+            terms(r#"{"command": ["bash", "-lc", "go test ./store/..."], "workdir": "/repo"}"#),
+            vec!["store", "repo"]
+        );
+        assert_eq!(
+            terms(r#"{"pattern": "ErrorHandler", "path": "src"}"#),
+            vec!["errorhandler", "src"]
+        );
+        assert_eq!(call_query_text("not json"), "not json");
+    }
 
     #[test]
     fn extracts_words_identifiers_and_paths() {

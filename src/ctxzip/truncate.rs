@@ -125,6 +125,36 @@ fn blob_head(line: &str) -> Option<usize> {
     (payload.len() >= BLOB_MIN && encoded).then_some(payload_at + BLOB_HEAD)
 }
 
+/// An ASCII-armored block (`-----BEGIN PGP SIGNATURE-----`, a PEM certificate or key) as its `BEGIN` line, the
+/// first [`BLOB_HEAD`] characters of its payload and a marker; `None` for anything else. GitHub's commit answers
+/// carry an 800-character signature per commit, a kubeconfig or a TLS secret its certificates: base64 lines of 64
+/// characters each, so no line is long enough to be a blob, yet none means anything to a reader.
+pub(crate) fn shorten_armored(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    let body = text.trim_end();
+    let first_end = body.find('\n')?;
+    let begin = body[..first_end].trim_end_matches('\r');
+    let label = begin.strip_prefix("-----BEGIN ")?.strip_suffix("-----")?;
+    let last = body.rsplit('\n').next()?.trim_end_matches('\r');
+    if last != format!("-----END {label}-----") || body.len() < BLOB_MIN {
+        return None;
+    }
+    let inner = &body[first_end + 1..body.len() - last.len()];
+    let armored = inner.lines().all(|l| {
+        let l = l.trim_end_matches('\r');
+        l.is_empty()
+            || l.split_once(": ").is_some_and(|(key, _)| {
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
+            || l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+    });
+    if !armored {
+        return None;
+    }
+    let payload_at = first_end + 1 + (inner.len() - inner.trim_start().len());
+    Some(shorten_blob(body, payload_at + BLOB_HEAD, ctx, tally))
+}
+
 /// `line`, an encoded blob ([`blob_head`]), as its first `head` bytes and a marker.
 fn shorten_blob(line: &str, head: usize, ctx: &Ctx, tally: &mut Tally) -> String {
     let head = floor_boundary(line, head);

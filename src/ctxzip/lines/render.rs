@@ -3,7 +3,7 @@
 //! a census of what it held, so the model reading the result sees where text is missing, what kind, and which
 //! hash brings it back.
 
-use super::{FLOOR, Rec, Selection};
+use super::{FLOOR, KEEP, Rec, Selection, strip_colours};
 use crate::ctxzip::relevance::MAX_ERROR_LINE_BYTES;
 use crate::ctxzip::summary::Census;
 use crate::ctxzip::truncate::{LONG_LINE, shorten_to};
@@ -11,6 +11,8 @@ use crate::ctxzip::{Ctx, Tally, Unit};
 
 /// What a dropped run of a repeated traceback's frames says in place of a census.
 const REPEATED_FRAMES: &str = " (the same stack frames as above)";
+/// What the marker line says when only colour codes were left out.
+const COLOURS: &str = " (terminal colour codes)";
 /// Visible head of a shortened long line.
 const LINE_HEAD: usize = 200;
 /// Visible head of a shortened line when the text has at most three lines.
@@ -38,10 +40,12 @@ pub(super) fn render(
     let keep = &selection.keep[..];
     let repeated = &selection.repeated[..];
     let gathered = |j: usize| gather && selection.floor_only.get(j).copied().unwrap_or(false);
+    // Bytes of colour codes left out of the kept lines.
+    let mut colours = 0;
     let mut i = 0;
     while i < recs.len() {
         if keep[i] {
-            push_kept(&mut out, recs, flags, i, head_keep, ctx, tally);
+            colours += push_kept(&mut out, recs, flags, i, head_keep, ctx, tally);
             i += 1;
             continue;
         }
@@ -54,6 +58,10 @@ pub(super) fn render(
                 end = j;
             }
         }
+        // The census names the dropped lines' first words, not their colour codes.
+        let plain: Vec<Option<String>> = (i..end)
+            .map(|k| (!keep[k]).then(|| strip_colours(recs[k].text)).flatten())
+            .collect();
         let mut census = Census::default();
         let mut dropped = 0;
         let mut held = Vec::new();
@@ -61,7 +69,8 @@ pub(super) fn render(
             if keep[k] {
                 held.push(k);
             } else {
-                census.add(recs[k].text, recs[k].count);
+                let text = plain[k - i].as_deref().unwrap_or(recs[k].text);
+                census.add(text, recs[k].count);
                 dropped += recs[k].count;
             }
         }
@@ -74,7 +83,7 @@ pub(super) fn render(
         }
         out.push('\n');
         for k in held {
-            push_kept(&mut out, recs, flags, k, head_keep, ctx, tally);
+            colours += push_kept(&mut out, recs, flags, k, head_keep, ctx, tally);
         }
         i = end;
     }
@@ -86,6 +95,13 @@ pub(super) fn render(
         out.push_str(&ctx.marker(collapsed, Unit::Lines));
         out.push_str(" (repeats collapsed)\n");
     }
+    // Nothing else left out, but the colours: the result still names its original, whose exact bytes expand.
+    if colours > 0 && !out.contains(crate::ctxzip::marker::MARKER_PREFIX) {
+        tally.add(Unit::Chars, colours);
+        out.push_str(&ctx.marker(colours, Unit::Chars));
+        out.push_str(COLOURS);
+        out.push('\n');
+    }
     if !trailing_newline {
         out.pop();
     }
@@ -93,7 +109,8 @@ pub(super) fn render(
 }
 
 /// One kept line as shown: error and keep lines byte-identical (except a keep hit in a huge data line, which
-/// keeps a window around the hit), long lines shortened, repeats counted.
+/// keeps a window around the hit), other lines without their colour codes, long lines shortened, repeats counted.
+/// Returns the bytes of colour codes left out.
 fn push_kept(
     out: &mut String,
     recs: &[Rec<'_>],
@@ -102,13 +119,21 @@ fn push_kept(
     head_keep: usize,
     ctx: &Ctx,
     tally: &mut Tally,
-) {
+) -> usize {
     let r = &recs[i];
     let protected = flags[i] != 0 && r.text.len() <= MAX_ERROR_LINE_BYTES;
-    if protected || r.text.len() <= LONG_LINE {
-        out.push_str(r.text);
+    // The floor and keep-pattern hits stay the exact line, colours and all.
+    let plain = if flags[i] & (FLOOR | KEEP) == 0 {
+        strip_colours(r.text)
     } else {
-        out.push_str(&shorten_to(r.text, head_keep, ctx, tally));
+        None
+    };
+    let text = plain.as_deref().unwrap_or(r.text);
+    let colours = r.text.len() - text.len();
+    if protected || text.len() <= LONG_LINE {
+        out.push_str(text);
+    } else {
+        out.push_str(&shorten_to(text, head_keep, ctx, tally));
     }
     if r.count > 1 && flags[i] & FLOOR != 0 {
         // An error line stays the exact line: its repeat count goes on a line of its own.
@@ -117,4 +142,5 @@ fn push_kept(
         out.push_str(&format!(" (×{})", r.count));
     }
     out.push('\n');
+    colours
 }

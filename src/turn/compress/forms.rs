@@ -121,7 +121,11 @@ impl CompressStage {
         by_kind: ByKind,
         repeats: Option<(&ctxzip::repeats::Repeats, &ctxzip::repeats::Seen<'_>)>,
     ) -> Result<Option<Fresh>, CompressorPanicked> {
-        let query = ctxzip::query_terms(&format!("{}\n{}", ctx.first_user, arguments));
+        let query = ctxzip::query_terms(&format!(
+            "{}\n{}",
+            ctx.first_user,
+            ctxzip::call_query_text(arguments)
+        ));
         let options = ctxzip::Options {
             query: query.clone(),
             keep_patterns: self.settings.keep_patterns.clone(),
