@@ -190,11 +190,15 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
 
 /// The kind `original` (whose text past its headers is `body`) is compressed as: what its text looks like, except
 /// that a command that failed printed a run — a test session showing its tests' source, a crash — not a file to
-/// edit, and that what a call showed of a source file ([`Options::viewed_source`]) is source.
+/// edit, that the body of an HTTP response (`curl -i` of a page: HTML, its inline CSS and scripts) is what a server
+/// sent, not a file to edit either, and that what a call showed of a source file ([`Options::viewed_source`]) is
+/// source.
 pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     let exited_with_failure = verbatim::exited_with_failure(original);
+    let http_response = !split_http_head(split_exec_header(original).1).0.is_empty();
     match detect(body) {
         Kind::Code if exited_with_failure => Kind::Log,
+        Kind::Code if http_response => Kind::Lines,
         Kind::Lines | Kind::Log
             if opts.viewed_source && !exited_with_failure && !views::looks_generated(body) =>
         {

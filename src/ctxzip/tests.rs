@@ -16,6 +16,30 @@ fn exec_header_is_split_off() {
 }
 
 #[test]
+fn a_web_page_fetched_with_its_headers_is_no_source_to_keep_verbatim() {
+    let mut page = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n    <style>\n");
+    for i in 0..150 {
+        page.push_str(&format!(
+            "        .card-{i} {{\n            margin: {i}px;\n            padding: 4px;\n        }}\n"
+        ));
+    }
+    page.push_str("    </style>\n</head>\n<body>\n    <h1>Transfer money</h1>\n</body>\n</html>\n");
+    assert_eq!(detect(&page), Kind::Code, "a page's CSS reads as source");
+    let response =
+        format!("HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=UTF-8\r\n\r\n{page}");
+    let c = compress(&response, &Options::default());
+    assert!(c.is_some(), "a fetched page went verbatim");
+    let Some(c) = c else { return };
+    assert!(c.text.starts_with(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=UTF-8\r\n\r\n<!DOCTYPE html>"
+    ));
+    assert!(c.text.contains("</html>"));
+    assert!(c.text.len() * 4 < response.len());
+    // The same page read from a file is source, and stays whole.
+    assert!(compress(&page, &Options::default()).is_none());
+}
+
+#[test]
 fn an_http_response_keeps_its_head_and_compresses_its_body() {
     let rows: Vec<String> = (0..300)
         .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\",\"state\":\"open\"}}"))
