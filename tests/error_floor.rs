@@ -47,6 +47,15 @@ fn assert_shrinks(original: &str, received: &str, (num, den): (usize, usize)) {
     );
 }
 
+/// Each of `lines` is a whole line of `received`, once: a frame shared by several stacks, shown with the first.
+fn assert_shown_once<S: AsRef<str>>(received: &str, lines: impl IntoIterator<Item = S>) {
+    for line in lines {
+        let line = line.as_ref();
+        let times = received.lines().filter(|l| *l == line).count();
+        assert_eq!(times, 1, "{line}:\n{received}");
+    }
+}
+
 /// Each of `lines` is a whole line of `received`.
 fn assert_visible<S: AsRef<str>>(received: &str, lines: impl IntoIterator<Item = S>) {
     for line in lines {
@@ -351,17 +360,13 @@ async fn a_maven_run_with_many_failures_reaches_the_upstream_with_the_runner_fra
     assert_visible(&received, &own);
     assert_visible(&received, error_lines(&log));
     assert_visible(&received, ["[INFO] BUILD FAILURE"]);
-    for f in assert_frames
-        .iter()
-        .copied()
-        .chain(runner.iter().map(String::as_str))
-    {
-        assert_eq!(
-            received.lines().filter(|l| *l == f).count(),
-            1,
-            "{f}:\n{received}"
-        );
-    }
+    assert_shown_once(
+        &received,
+        assert_frames
+            .iter()
+            .copied()
+            .chain(runner.iter().map(String::as_str)),
+    );
     assert_shrinks(&log, &received, (1, 3));
 }
 
@@ -417,13 +422,7 @@ async fn an_rspec_run_with_many_failures_reaches_the_upstream_with_the_runner_fr
         &received,
         ["            got: 107", "8 examples, 8 failures"],
     );
-    for f in &runner {
-        assert_eq!(
-            received.lines().filter(|l| l == f).count(),
-            1,
-            "{f}:\n{received}"
-        );
-    }
+    assert_shown_once(&received, &runner);
     assert_shrinks(&log, &received, (1, 2));
 }
 
