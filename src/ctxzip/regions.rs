@@ -96,15 +96,11 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             // it shares with an example above — the runner's, the helpers' — are shown once.
             let mut j = i;
             while j < i + take {
-                if !is_frame(lines[j].trim_start()) {
-                    j += 1;
-                    continue;
+                let end = frames_end(lines, j, i + take);
+                if end > j {
+                    shown.collapse(lines, j..end, shared::Frames::Lines, keep, repeated);
                 }
-                let start = j;
-                while j < i + take && is_frame(lines[j].trim_start()) {
-                    j += 1;
-                }
-                shown.collapse(lines, start..j, shared::Frames::Lines, keep, repeated);
+                j = end.max(j + 1);
             }
             i = end.max(i + 1);
             continue;
@@ -245,10 +241,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
         if is_frame(t) && i > 0 && !is_frame(lines[i - 1].trim_start()) {
             // Frames under an exception line: keep a bounded run of them with the line that opened them.
             let start = i;
-            let mut end = i;
-            while end < n && is_frame(lines[end].trim_start()) {
-                end += 1;
-            }
+            let end = frames_end(lines, i, n);
             keep[start - 1] = true;
             if frames_seen.insert(&lines[start..end]) {
                 keep_stack(
@@ -496,6 +489,15 @@ fn is_caret_line(t: &str) -> bool {
     t.starts_with('|')
         && t.contains('^')
         && t.bytes().all(|b| matches!(b, b'|' | b' ' | b'^' | b'~'))
+}
+
+/// One past the run of frame lines ([`is_frame`]) that starts at `from`, looking no further than `to`; `from`
+/// itself when no frame stands there.
+fn frames_end(lines: &[&str], from: usize, to: usize) -> usize {
+    let to = to.min(lines.len());
+    (from..to)
+        .find(|&j| !is_frame(lines[j].trim_start()))
+        .unwrap_or(to.max(from))
 }
 
 /// Whether `line` reports a test that passed: Mocha's and Jest's `✓ rejects a failed job`, pytest's

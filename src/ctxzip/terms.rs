@@ -28,11 +28,9 @@ pub fn call_query_text(arguments: &str) -> String {
     };
     let mut out = String::new();
     for (key, value) in &args {
-        let command = match (key.as_str(), value) {
-            ("command" | "cmd", Value::String(c)) => Some(c.as_str()),
-            ("command" | "cmd", Value::Array(parts)) => parts.last().and_then(Value::as_str),
-            _ => None,
-        };
+        let command = matches!(key.as_str(), "command" | "cmd")
+            .then(|| super::views::command_text(value))
+            .flatten();
         match (command, value) {
             (Some(c), _) => out.push_str(&without_program_words(c)),
             (None, Value::String(v)) => out.push_str(v),

@@ -69,12 +69,11 @@ pub fn views_source_file(tool: &str, arguments: &str) -> bool {
         return false;
     };
     let command = match args.get("command").or_else(|| args.get("cmd")) {
-        Some(Value::String(c)) => c.as_str(),
-        Some(Value::Array(parts)) => match parts.last() {
-            Some(Value::String(c)) => c.as_str(),
-            _ => return false,
+        Some(value) => match command_text(value) {
+            Some(c) => c,
+            None => return false,
         },
-        _ => {
+        None => {
             return is_reader(tool)
                 && PATH_KEYS
                     .iter()
@@ -89,6 +88,16 @@ pub fn views_source_file(tool: &str, arguments: &str) -> bool {
             .is_some_and(is_source_path);
     }
     shell_views_source(command)
+}
+
+/// The command line a tool call's `command`/`cmd` argument holds: the string itself, or the last element of an
+/// argv array (Codex's `["bash", "-lc", "…"]`).
+pub(crate) fn command_text(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(c) => Some(c),
+        Value::Array(parts) => parts.last().and_then(Value::as_str),
+        _ => None,
+    }
 }
 
 /// [`views_source_file`] for a shell command line.
