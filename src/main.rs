@@ -67,6 +67,10 @@ struct ReportArgs {
     /// transcript's file name: to see what was compressed and how.
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// The user message each tool output is sent after (its words become the query terms): to see how a real
+    /// task's words change what is kept.
+    #[arg(long, default_value = ctxgate::report::DEFAULT_TASK)]
+    task: String,
 }
 
 #[derive(clap::Args)]
@@ -339,6 +343,7 @@ fn report(args: ReportArgs) -> ExitCode {
         replay: !args.no_replay,
         dump: args.dump.clone(),
         config,
+        task: args.task.clone(),
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,

@@ -168,3 +168,30 @@ fn the_text_report_shows_where_the_tokens_are_and_what_the_cache_breaks_cost() {
         "{reread}"
     );
 }
+
+/// `--task`: the user message each output is sent after; its words are the query, so a task about openssl changes
+/// which lines of the build log are kept.
+#[test]
+fn a_task_given_to_the_report_becomes_the_query() {
+    let dir = corpus_dir();
+    let after = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            dir.path().as_os_str(),
+            "--json".as_ref(),
+            "--no-replay".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let report: Value = serde_json::from_slice(&report_of(args)).unwrap();
+        let row = report["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "cargo_build_vv.log")
+            .cloned()
+            .unwrap();
+        row["tokens_after"].as_u64().unwrap()
+    };
+    let plain = after(&[]);
+    let openssl = after(&["--task", "Why does openssl-sys not find OpenSSL?"]);
+    assert_ne!(openssl, plain);
+}

@@ -99,6 +99,7 @@ fn without_program_words(command: &str) -> String {
 /// (`poll_frame`, `tokio::sync`) and paths (`src/main.rs`) whole plus their last component; stop words
 /// dropped; deduplicated in first-appearance order; at most [`MAX_TERMS`].
 pub fn query_terms(text: &str) -> Vec<String> {
+    let text = without_tags(text);
     let mut out: Vec<String> = Vec::new();
     for raw in
         text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':')))
@@ -126,6 +127,37 @@ pub fn query_terms(text: &str) -> Vec<String> {
     out
 }
 
+/// `text` without its markup tags (`<pr_description>`, `</instructions>`, `<cwd>`): a harness wraps the task in
+/// them, and their names, the same in every conversation, would take the first places among the terms.
+fn without_tags(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('<') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name = after.strip_prefix('/').unwrap_or(after);
+        let len = name
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+            .count();
+        let closed = len > 0
+            && name.as_bytes()[0].is_ascii_alphabetic()
+            && name.as_bytes().get(len) == Some(&b'>');
+        if closed {
+            out.push(' ');
+            rest = &name[len + 1..];
+        } else {
+            out.push('<');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 fn push_term(out: &mut Vec<String>, term: &str) {
     let term = term.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | ':'));
     if term.chars().count() < 3 || is_stop_word(term) || out.iter().any(|t| t == term) {
@@ -137,146 +169,414 @@ fn push_term(out: &mut Vec<String>, term: &str) {
     out.push(term.to_string());
 }
 
+/// Words too common in a task's prose to single out a line of an output: function words, and the words every bug
+/// report and request is written with (`consider`, `expected`, `problem`, `work`). Kept sorted ([`is_stop_word`]
+/// searches it); `true`, `false`, `null` and `none` are values every output prints.
+const STOP_WORDS: &[&str] = &[
+    "able",
+    "about",
+    "above",
+    "across",
+    "actual",
+    "actually",
+    "add",
+    "added",
+    "additionally",
+    "affect",
+    "after",
+    "again",
+    "ago",
+    "all",
+    "along",
+    "already",
+    "also",
+    "although",
+    "always",
+    "and",
+    "another",
+    "any",
+    "anyone",
+    "anything",
+    "anyway",
+    "appear",
+    "appears",
+    "apply",
+    "are",
+    "around",
+    "ask",
+    "asked",
+    "away",
+    "back",
+    "bad",
+    "based",
+    "became",
+    "because",
+    "become",
+    "been",
+    "before",
+    "behavior",
+    "behaviour",
+    "being",
+    "below",
+    "best",
+    "better",
+    "between",
+    "big",
+    "bit",
+    "both",
+    "bug",
+    "bugs",
+    "but",
+    "came",
+    "can",
+    "cannot",
+    "case",
+    "cases",
+    "cause",
+    "caused",
+    "causes",
+    "certain",
+    "certainly",
+    "change",
+    "changed",
+    "changes",
+    "check",
+    "clear",
+    "clearly",
+    "code",
+    "come",
+    "consider",
+    "considered",
+    "correct",
+    "correctly",
+    "could",
+    "currently",
+    "describe",
+    "described",
+    "description",
+    "detail",
+    "details",
+    "did",
+    "didn",
+    "different",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "done",
+    "due",
+    "during",
+    "each",
+    "easily",
+    "easy",
+    "either",
+    "else",
+    "enough",
+    "etc",
+    "even",
+    "ever",
+    "every",
+    "everything",
+    "example",
+    "examples",
+    "expect",
+    "expected",
+    "explain",
+    "fact",
+    "fail",
+    "fairly",
+    "false",
+    "far",
+    "feel",
+    "few",
+    "find",
+    "fine",
+    "first",
+    "fix",
+    "fixed",
+    "fixes",
+    "following",
+    "for",
+    "found",
+    "four",
+    "from",
+    "full",
+    "fully",
+    "further",
+    "get",
+    "getting",
+    "give",
+    "given",
+    "gives",
+    "giving",
+    "goes",
+    "going",
+    "gone",
+    "good",
+    "got",
+    "great",
+    "guess",
+    "had",
+    "happen",
+    "happened",
+    "happens",
+    "has",
+    "have",
+    "hello",
+    "help",
+    "her",
+    "here",
+    "him",
+    "his",
+    "how",
+    "however",
+    "idea",
+    "ideally",
+    "important",
+    "include",
+    "included",
+    "including",
+    "indeed",
+    "instead",
+    "into",
+    "isn",
+    "issue",
+    "issues",
+    "its",
+    "just",
+    "keep",
+    "kind",
+    "know",
+    "last",
+    "later",
+    "least",
+    "less",
+    "let",
+    "like",
+    "likely",
+    "little",
+    "long",
+    "look",
+    "looks",
+    "lot",
+    "made",
+    "main",
+    "make",
+    "makes",
+    "making",
+    "many",
+    "may",
+    "maybe",
+    "mean",
+    "means",
+    "might",
+    "mine",
+    "more",
+    "moreover",
+    "most",
+    "much",
+    "must",
+    "myself",
+    "near",
+    "nearly",
+    "need",
+    "needed",
+    "needs",
+    "never",
+    "new",
+    "next",
+    "nice",
+    "none",
+    "not",
+    "note",
+    "nothing",
+    "now",
+    "null",
+    "often",
+    "okay",
+    "old",
+    "once",
+    "one",
+    "only",
+    "other",
+    "others",
+    "otherwise",
+    "our",
+    "out",
+    "over",
+    "own",
+    "part",
+    "per",
+    "please",
+    "possible",
+    "possibly",
+    "pretty",
+    "probably",
+    "problem",
+    "problems",
+    "properly",
+    "put",
+    "quite",
+    "rather",
+    "real",
+    "really",
+    "reason",
+    "related",
+    "repo",
+    "reported",
+    "repository",
+    "result",
+    "results",
+    "right",
+    "run",
+    "same",
+    "say",
+    "see",
+    "seem",
+    "seemed",
+    "seems",
+    "seen",
+    "several",
+    "shall",
+    "she",
+    "short",
+    "should",
+    "show",
+    "shown",
+    "shows",
+    "simple",
+    "simply",
+    "since",
+    "small",
+    "solution",
+    "some",
+    "someone",
+    "something",
+    "sometimes",
+    "soon",
+    "sort",
+    "still",
+    "stuff",
+    "such",
+    "suggest",
+    "suppose",
+    "sure",
+    "take",
+    "task",
+    "tasks",
+    "tell",
+    "than",
+    "thank",
+    "thanks",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "think",
+    "this",
+    "those",
+    "though",
+    "three",
+    "through",
+    "thus",
+    "time",
+    "together",
+    "too",
+    "tried",
+    "true",
+    "try",
+    "trying",
+    "two",
+    "under",
+    "unfortunately",
+    "unless",
+    "unlike",
+    "until",
+    "upon",
+    "use",
+    "used",
+    "using",
+    "usually",
+    "various",
+    "very",
+    "via",
+    "want",
+    "was",
+    "wasn",
+    "way",
+    "well",
+    "went",
+    "were",
+    "what",
+    "whatever",
+    "when",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "who",
+    "why",
+    "will",
+    "wish",
+    "with",
+    "within",
+    "without",
+    "won",
+    "work",
+    "worked",
+    "working",
+    "works",
+    "would",
+    "wouldn",
+    "wrong",
+    "yes",
+    "yet",
+    "you",
+    "your",
+];
+
 fn is_stop_word(w: &str) -> bool {
-    matches!(
-        w,
-        "the"
-            | "and"
-            | "for"
-            | "are"
-            | "but"
-            | "not"
-            | "you"
-            | "all"
-            | "any"
-            | "can"
-            | "had"
-            | "her"
-            | "was"
-            | "one"
-            | "our"
-            | "out"
-            | "get"
-            | "has"
-            | "him"
-            | "his"
-            | "how"
-            | "new"
-            | "now"
-            | "see"
-            | "two"
-            | "way"
-            | "who"
-            | "did"
-            | "its"
-            | "let"
-            | "put"
-            | "say"
-            | "she"
-            | "too"
-            | "use"
-            | "that"
-            | "with"
-            | "have"
-            | "this"
-            | "will"
-            | "your"
-            | "from"
-            | "they"
-            | "know"
-            | "want"
-            | "been"
-            | "good"
-            | "much"
-            | "some"
-            | "time"
-            | "very"
-            | "when"
-            | "come"
-            | "here"
-            | "just"
-            | "like"
-            | "long"
-            | "make"
-            | "many"
-            | "over"
-            | "such"
-            | "take"
-            | "than"
-            | "them"
-            | "well"
-            | "were"
-            | "what"
-            | "where"
-            | "which"
-            | "while"
-            | "would"
-            | "there"
-            | "their"
-            | "these"
-            | "those"
-            | "then"
-            | "into"
-            | "also"
-            | "only"
-            | "about"
-            | "could"
-            | "should"
-            | "does"
-            | "done"
-            | "please"
-            | "need"
-            | "help"
-            | "show"
-            | "find"
-            | "look"
-            | "check"
-            | "give"
-            | "tell"
-            | "using"
-            | "used"
-            | "why"
-            | "yes"
-            | "each"
-            | "other"
-            | "more"
-            | "most"
-            | "same"
-            | "able"
-            | "after"
-            | "before"
-            | "because"
-            | "being"
-            | "both"
-            | "every"
-            | "first"
-            | "last"
-            | "next"
-            | "still"
-            | "through"
-            | "until"
-            | "within"
-            | "without"
-            | "again"
-            | "maybe"
-            | "thanks"
-            | "thank"
-            | "okay"
-            | "sure"
-            | "via"
-            | "per"
-            | "etc"
-            | "something"
-            | "anything"
-            | "everything"
-            | "things"
-            | "thing"
-    )
+    STOP_WORDS.binary_search(&w).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stop_words_are_sorted_for_the_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_tasks_prose_and_markup_leave_its_particular_words() {
+        let task = "<pr_description>\nConsider the following PR description:\nEnumeration types are not \
+                    usable in templates. The call fails because the value is missing.\n</pr_description>";
+        assert_eq!(
+            query_terms(task),
+            vec![
+                "enumeration",
+                "types",
+                "usable",
+                "templates",
+                "call",
+                "fails",
+                "value",
+                "missing"
+            ]
+        );
+        // A comparison is no tag; a tag's name is no term.
+        assert_eq!(
+            query_terms("a<b and c > d <cwd>/srv/app</cwd>"),
+            vec!["srv/app", "app"]
+        );
+    }
 
     #[test]
     fn a_commands_program_and_subcommands_are_no_query_terms() {
@@ -311,8 +611,8 @@ mod tests {
         );
         // Codex's argv form; other arguments' values count as they are.
         assert_eq!(
-            terms(r#"{"command": ["bash", "-lc", "go test ./store/..."], "workdir": "/repo"}"#),
-            vec!["store", "repo"]
+            terms(r#"{"command": ["bash", "-lc", "go test ./store/..."], "workdir": "/srv/app"}"#),
+            vec!["store", "srv/app", "app"]
         );
         assert_eq!(
             terms(r#"{"pattern": "ErrorHandler", "path": "src"}"#),
@@ -332,10 +632,8 @@ mod tests {
                 "poll_frame",
                 "src/body.rs",
                 "body.rs",
-                "fail",
                 "tokio",
                 "runtime",
-                "fix",
                 "tokio::sync::mpsc",
                 "mpsc"
             ]

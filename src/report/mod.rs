@@ -36,7 +36,14 @@ pub struct ReportOptions {
     pub dump: Option<PathBuf>,
     /// The config the app is built from (the store path and upstream are replaced by the report's own).
     pub config: crate::config::Config,
+    /// The user message each tool output is sent after: the conversation's task, whose words are the query
+    /// terms the compressors keep relevant lines for.
+    pub task: String,
 }
+
+/// The task each tool output is sent after when none is given: it says nothing about the output, so the
+/// figures are the compressors' own.
+pub const DEFAULT_TASK: &str = "Work on the task in this repository.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

@@ -138,7 +138,7 @@ pub async fn run(options: ReportOptions) -> Result<Report, ReportError> {
         for (i, output) in outputs.iter().enumerate() {
             report
                 .outputs
-                .push(output_row(&mut rig, &mut tokens, i, output).await?);
+                .push(output_row(&mut rig, &mut tokens, i, output, &options.task).await?);
         }
         rig.close().await;
     }
@@ -188,6 +188,7 @@ async fn output_row(
     tokens: &mut Tokens,
     index: usize,
     output: &Output,
+    task: &str,
 ) -> Result<OutputRow, ReportError> {
     let arguments = json!({ "command": output.command }).to_string();
     let body = json!({
@@ -195,7 +196,7 @@ async fn output_row(
         "store": false,
         "prompt_cache_key": format!("report-output-{index}"),
         "input": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Work on the task in this repository."}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": task}]},
             {"type": "function_call", "call_id": "call_report", "name": "shell", "arguments": arguments},
             {"type": "function_call_output", "call_id": "call_report", "output": output.text},
         ]

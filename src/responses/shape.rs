@@ -43,7 +43,10 @@ pub fn shape_of(item: &Value) -> Shape {
     match (kind, role) {
         (Some("message") | None, Some("user")) => {
             let mut text = String::new();
-            for t in texts(item.get("content")) {
+            for t in texts(item.get("content"))
+                .into_iter()
+                .filter(|t| !is_harness_context(t))
+            {
                 if text.len() >= QUERY_TEXT_CHARS {
                     break;
                 }
@@ -90,6 +93,35 @@ pub fn shape_of(item: &Value) -> Shape {
         }
         _ => Shape::Other,
     }
+}
+
+/// Text an agent harness puts in a user message to set the scene, not the user's task: the Codex CLI sends the
+/// project's AGENTS.md (`# AGENTS.md instructions for DIR` then `<INSTRUCTIONS>…`, formerly `<user_instructions>`)
+/// and an `<environment_context>` (working directory, shell, date) as the conversation's first user message, the
+/// task after it. As the relevance query their words (the directory, `bash`, the date, the house rules) say
+/// nothing about which lines of an output matter, and they took the places the task's words needed.
+pub fn is_harness_context(text: &str) -> bool {
+    let t = text.trim();
+    if t.starts_with("# AGENTS.md instructions for ") {
+        return true;
+    }
+    let Some(rest) = t.strip_prefix('<') else {
+        return false;
+    };
+    let Some(name) = rest.split('>').next() else {
+        return false;
+    };
+    let scene = name.ends_with("_context")
+        || name.ends_with("_instructions")
+        || name.eq_ignore_ascii_case("instructions");
+    scene
+        && !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        && t.strip_suffix('>')
+            .and_then(|u| u.strip_suffix(name))
+            .is_some_and(|u| u.ends_with("</"))
 }
 
 /// The texts of a message `content` or a tool `output`: the string itself, or the `text` of each part.
@@ -180,6 +212,40 @@ mod tests {
     )]
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_harness_scene_is_not_the_users_task() {
+        // What the Codex CLI (0.171) sends as the first user message, then the task.
+        let scene = json!({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "# AGENTS.md instructions for /work/proj\n\n<INSTRUCTIONS>\nUse pytest.\n</INSTRUCTIONS>"},
+            {"type": "input_text", "text": "<environment_context>\n  <cwd>/work/proj</cwd>\n  <shell>bash</shell>\n</environment_context>"}
+        ]});
+        assert_eq!(
+            shape_of(&scene),
+            Shape::UserMessage {
+                text: String::new()
+            }
+        );
+        assert!(is_harness_context(
+            "<user_instructions>\nbe brief\n</user_instructions>\n"
+        ));
+        // A task wrapped in tags is a task; so is one that only opens with a scene.
+        for task in [
+            "<pr_description>\nFix the parser\n</pr_description>",
+            "<environment_context>x</environment_context>\nNow fix test_login",
+            "<uploaded_files>\n/testbed\n</uploaded_files>\nI've uploaded a repository",
+            "<instructions>",
+        ] {
+            assert!(!is_harness_context(task), "{task}");
+        }
+        let mixed = json!({"role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context><cwd>/w</cwd></environment_context>"},
+            {"type": "input_text", "text": "fix test_login"}
+        ]});
+        assert!(
+            matches!(shape_of(&mixed), Shape::UserMessage { text } if text == "fix test_login\n")
+        );
+    }
 
     #[test]
     fn shapes_of_common_items() {

@@ -121,10 +121,12 @@ impl CompressStage {
         by_kind: ByKind,
         repeats: Option<(&ctxzip::repeats::Repeats, &ctxzip::repeats::Seen<'_>)>,
     ) -> Result<Option<Fresh>, CompressorPanicked> {
+        // The call's own words first: they are about this output (the test it ran, the path it read), and a long
+        // task would otherwise take every one of the [`ctxzip::MAX_TERMS`] places before them.
         let query = ctxzip::query_terms(&format!(
             "{}\n{}",
-            ctx.first_user,
-            ctxzip::call_query_text(arguments)
+            ctxzip::call_query_text(arguments),
+            ctx.first_user
         ));
         let options = ctxzip::Options {
             query: query.clone(),

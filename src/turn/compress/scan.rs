@@ -58,8 +58,11 @@ impl Scan {
         let mut wanted: Vec<String> = Vec::new();
         for (i, shape) in shapes.iter().enumerate().skip(start) {
             match shape.as_deref().map(|(s, _)| s) {
-                Some(Shape::UserMessage { .. }) => {
-                    first_user.get_or_insert(i);
+                Some(Shape::UserMessage { text }) => {
+                    // A message of harness context alone (Codex's AGENTS.md and environment) is not the task.
+                    if !text.trim().is_empty() {
+                        first_user.get_or_insert(i);
+                    }
                     users += 1;
                     user_positions.push(i);
                 }
