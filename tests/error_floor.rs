@@ -768,11 +768,57 @@ async fn a_jest_failure_reaches_the_upstream_with_the_line_its_code_frame_points
             "    > 41 |   expect(cart.total()).toBe(90);",
             "         |                        ^",
             "  ● Cart › applies the discount",
+            "    Expected: 90",
+            "    Received: 100",
             "      at Object.<anonymous> (src/__tests__/cart.test.ts:41:24)",
         ],
     );
     assert!(!received.contains("150.test.ts"), "{received}");
     assert_shrinks(&run, &received, (1, 3));
+}
+
+/// Jest prints each failure as a `●` block: the matcher, `Expected:`/`Received:` (no error word in either), the code
+/// frame, the `at` lines. A `test.each` table failing at one `expect` prints the same frame in every block: each
+/// row's values reach the upstream, the frame once.
+#[tokio::test]
+async fn a_jest_table_failing_at_one_expect_reaches_the_upstream_with_every_rows_values_and_the_frame_once()
+ {
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut run = String::from("Process exited with code 1\nFAIL src/price.test.ts\n");
+    let mut values = Vec::new();
+    for row in 0..24 {
+        let (input, expected, received) =
+            (format!("{row}.005"), format!("{row}.01"), format!("{row}"));
+        values.push(format!("    Expected: {expected}"));
+        values.push(format!("    Received: {received}"));
+        run.push_str(&format!(
+            "  ● price › rounds {input} to 2 places\n\n    expect(received).toBe(expected) // Object.is equality\n\n    \
+             Expected: {expected}\n    Received: {received}\n\n      12 |   [2.675, 2.68],\n      13 | ])('rounds %p to 2 \
+             places', (input, expected) => {{\n    > 14 |   expect(round(input)).toBe(expected);\n         |                \
+                    ^\n      15 | }});\n      16 |\n\n      at Object.<anonymous> (src/price.test.ts:14:24)\n\n"
+        ));
+    }
+    run.push_str("Test Suites: 1 failed, 1 total\nTests:       24 failed, 3 passed, 27 total\nTime:        1.203 s\n");
+    let turn = (
+        "jest-each",
+        "Fix the rounding",
+        "npx jest src/price.test.ts",
+    );
+    let received = output_received(&mock, &proxy, turn, &run).await;
+    assert_visible(&received, &values);
+    assert_visible(&received, error_lines(&run));
+    assert_shown_once(
+        &received,
+        [
+            "    > 14 |   expect(round(input)).toBe(expected);",
+            "      13 | ])('rounds %p to 2 places', (input, expected) => {",
+        ],
+    );
+    assert!(
+        received.contains("(the same code frame as above)"),
+        "{received}"
+    );
+    assert_shrinks(&run, &received, (3, 4));
 }
 
 #[tokio::test]

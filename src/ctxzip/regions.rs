@@ -69,6 +69,8 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     // Inside a list of numbered failures (RSpec, Mocha, Jasmine), and the lines its blocks may still keep.
     let mut in_numbered = false;
     let mut numbered_left = numbered::MAX_LINES;
+    // Code frames kept so far (the failing line and its caret): one printed again says nothing new.
+    let mut code_frames_seen: HashSet<(&str, Option<&str>)> = HashSet::new();
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
@@ -87,11 +89,12 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             i += 1;
             continue;
         }
-        if in_numbered && numbered::is_header(line) {
+        if in_numbered && numbered::is_header(line) || numbered::is_jest_header(line) {
             let end = numbered::block_end(&lines[..n], i);
             let take = (end - i).min(numbered::MAX_BLOCK).min(numbered_left);
             keep[i..i + take].iter_mut().for_each(|k| *k = true);
             numbered_left -= take;
+            forget_code_frames_seen(lines, i..i + take, &mut code_frames_seen, keep, repeated);
             // The backtrace under each example (RSpec's `# ./lib/…:48:in …` lines, Mocha's `at …`): the frames
             // it shares with an example above — the runner's, the helpers' — are shown once.
             let mut j = i;
@@ -201,14 +204,20 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
         }
         if is_code_frame_pointer(t) {
             // The failing line of a code frame (Jest, Vitest, Babel: `> 41 |   expect(total).toBe(4);`) and the
-            // caret under it: which line failed, as pytest's `>` line says.
-            keep[i] = true;
-            if lines
+            // caret under it: which line failed, as pytest's `>` line says. The same frame again (Jest's open
+            // handles, a `test.each` failing at one `expect` for every row) is not kept again: the frames under it
+            // say where it was reached from.
+            let caret = lines
                 .get(i + 1)
-                .is_some_and(|next| is_caret_line(next.trim()))
-            {
-                keep[i + 1] = true;
-            }
+                .filter(|next| is_caret_line(next.trim()))
+                .copied();
+            let frame_end = i + 1 + usize::from(caret.is_some());
+            let flags = if code_frames_seen.insert((t, caret)) {
+                keep.get_mut(i..frame_end)
+            } else {
+                repeated.get_mut(i..frame_end)
+            };
+            flags.into_iter().flatten().for_each(|f| *f = true);
         }
         if is_banner(line) {
             keep[i] = true;
@@ -493,6 +502,59 @@ fn is_caret_line(t: &str) -> bool {
 
 /// One past the run of frame lines ([`is_frame`]) that starts at `from`, looking no further than `to`; `from`
 /// itself when no frame stands there.
+/// In a failure block kept whole (`block`), a code frame already shown above — its context lines, the failing
+/// line and the caret — is taken out again: `test.each` rows failing at one `expect`, or Jest's open handles, print
+/// the same frame in every block, and the block's own lines (its values, its `at` lines) say what differs.
+fn forget_code_frames_seen<'a>(
+    lines: &[&'a str],
+    block: std::ops::Range<usize>,
+    seen: &mut HashSet<(&'a str, Option<&'a str>)>,
+    keep: &mut [bool],
+    repeated: &mut [bool],
+) {
+    for p in block.clone() {
+        let t = lines[p].trim_end_matches('\r').trim_start();
+        if !is_code_frame_pointer(t) {
+            continue;
+        }
+        let caret = lines
+            .get(p + 1)
+            .filter(|next| block.contains(&(p + 1)) && is_caret_line(next.trim()))
+            .copied();
+        if seen.insert((t, caret)) {
+            continue;
+        }
+        let start = (block.start..p)
+            .rev()
+            .take_while(|&j| is_code_source_line(lines[j]))
+            .last()
+            .unwrap_or(p);
+        let after = p + 1 + usize::from(caret.is_some());
+        let end = (after..block.end)
+            .find(|&j| !is_code_source_line(lines[j]))
+            .unwrap_or(block.end);
+        for j in start..end {
+            if let (Some(k), Some(r)) = (keep.get_mut(j), repeated.get_mut(j)) {
+                *k = false;
+                *r = true;
+            }
+        }
+    }
+}
+
+/// A source line of a code frame around its failing line: `      40 |   const cart = makeCart();`.
+fn is_code_source_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && t[digits..].trim_start().starts_with('|')
+}
+
+/// Any line of a code frame: a source line, the failing line (`> 41 | …`) or the caret under it.
+pub(crate) fn is_code_frame_line(line: &str) -> bool {
+    let t = line.trim_end_matches('\r').trim_start();
+    is_code_source_line(t) || is_code_frame_pointer(t) || is_caret_line(t.trim_end())
+}
+
 fn frames_end(lines: &[&str], from: usize, to: usize) -> usize {
     let to = to.min(lines.len());
     (from..to)
@@ -818,6 +880,30 @@ mod tests {
         assert!(!is_code_frame_pointer(">       assert x == 2"));
         assert!(!is_code_frame_pointer("> see | here"));
         assert!(is_code_frame_pointer("> 7 | x"));
+    }
+
+    #[test]
+    fn a_code_frame_printed_again_is_kept_once() {
+        let frame = "    > 273 |   server.listen({ port }, done);\n          |          ^\n";
+        let mut text = String::from("Jest has detected the following 3 open handles:\n");
+        for at in [59, 66, 235] {
+            text.push_str(&format!(
+                "\n  ●  TCPSERVERWRAP\n\n      272 | }};\n{frame}      274 | }});\n\n      at bind (test/sockets.test.ts:{at}:24)\n"
+            ));
+        }
+        let k = kept(&text);
+        let times = |l: &str| k.iter().filter(|x| *x == l).count();
+        assert_eq!(
+            times("    > 273 |   server.listen({ port }, done);"),
+            1,
+            "{k:?}"
+        );
+        assert_eq!(times("          |          ^"), 1, "{k:?}");
+        // Another frame, or the same line with another caret, is a frame of its own.
+        let last =
+            "          |          ^\n      274 | });\n\n      at bind (test/sockets.test.ts:235";
+        let other = text.replace(last, &last.replacen("^", " ^", 1));
+        assert_eq!(kept(&other).iter().filter(|x| x.ends_with('^')).count(), 2);
     }
 
     #[test]

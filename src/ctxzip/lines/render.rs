@@ -4,6 +4,7 @@
 //! hash brings it back.
 
 use super::{FLOOR, KEEP, Rec, Selection, strip_colours};
+use crate::ctxzip::regions;
 use crate::ctxzip::relevance::MAX_ERROR_LINE_BYTES;
 use crate::ctxzip::summary::Census;
 use crate::ctxzip::truncate::{LONG_LINE, shorten_to};
@@ -11,6 +12,8 @@ use crate::ctxzip::{Ctx, Tally, Unit};
 
 /// What a dropped run of a repeated traceback's frames says in place of a census.
 const REPEATED_FRAMES: &str = " (the same stack frames as above)";
+/// The same, when the run is a code frame printed again (its source lines, failing line and caret).
+const REPEATED_CODE_FRAME: &str = " (the same code frame as above)";
 /// What the marker line says when only colour codes were left out.
 const COLOURS: &str = " (terminal colour codes)";
 /// Visible head of a shortened long line.
@@ -77,7 +80,12 @@ pub(super) fn render(
         tally.add(Unit::Lines, dropped);
         out.push_str(&ctx.marker(dropped, Unit::Lines));
         if (i..end).all(|k| keep[k] || repeated.get(k).copied().unwrap_or(false)) {
-            out.push_str(REPEATED_FRAMES);
+            let code = (i..end).all(|k| keep[k] || regions::is_code_frame_line(recs[k].text));
+            out.push_str(if code {
+                REPEATED_CODE_FRAME
+            } else {
+                REPEATED_FRAMES
+            });
         } else {
             out.push_str(&census.render());
         }

@@ -1,4 +1,4 @@
-//! Numbered failure blocks: RSpec's, Mocha's and Jasmine's report of each failing example.
+//! Numbered failure blocks: RSpec's, Mocha's and Jasmine's report of each failing example, and Jest's `●` blocks.
 //!
 //! These runners list their failures after a heading (`Failures:`, `2 failing`) as numbered blocks: `  1) Cart#total
 //! applies the coupon`, then, indented and split by blank lines, the failing expectation, `expected: 90` / `got:
@@ -38,6 +38,15 @@ pub(super) fn is_header(line: &str) -> bool {
     })
 }
 
+/// Whether `line` opens one of Jest's failure blocks: `  ● Cart › total applies the coupon` (or `  ●  TCPSERVERWRAP`,
+/// an open handle), two spaces in. Jest prints them without a heading, each with the matcher's message, its
+/// `Expected:`/`Received:` values, a code frame and the `at …` lines: like a numbered block, only the values are
+/// what a reader fixes the test from, and none has an error word.
+pub(super) fn is_jest_header(line: &str) -> bool {
+    line.strip_prefix("  ● ")
+        .is_some_and(|rest| !rest.trim().is_empty())
+}
+
 /// One past the last line of the block whose header is at `start`: the next header, or the first unindented line
 /// that is not blank; blank lines at its end are not the block's.
 pub(super) fn block_end(lines: &[&str], start: usize) -> usize {
@@ -45,7 +54,10 @@ pub(super) fn block_end(lines: &[&str], start: usize) -> usize {
     let mut last = start + 1;
     while end < lines.len() {
         let line = lines[end].trim_end_matches('\r');
-        if is_header(line) || (!line.is_empty() && !line.starts_with([' ', '\t'])) {
+        if is_header(line)
+            || is_jest_header(line)
+            || (!line.is_empty() && !line.starts_with([' ', '\t']))
+        {
             break;
         }
         end += 1;
@@ -76,6 +88,10 @@ mod tests {
         assert!(!is_header("        1) deeply indented"));
         assert!(!is_header("  1)"));
         assert!(!is_header("  a) option"));
+        assert!(is_jest_header("  ● Cart › total"));
+        assert!(is_jest_header("  ●  TCPSERVERWRAP"));
+        assert!(!is_jest_header("● Cart › total"));
+        assert!(!is_jest_header("  ● "));
     }
 
     #[test]
