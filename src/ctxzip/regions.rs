@@ -870,7 +870,8 @@ mod tests {
 
     #[test]
     fn a_code_frames_failing_line_and_its_caret_are_kept() {
-        let text = "FAIL src/cart.test.ts\n  ● Cart › total\n\n      40 |   const cart = makeCart();\n    > 41 |   \
+        // Vitest's shape: no `●` block around the frame (a Jest block is kept whole).
+        let text = " FAIL  src/cart.test.ts > Cart > total\nAssertionError: expected 5 to be 4\n\n      40 |   const cart = makeCart();\n    > 41 |   \
                     expect(cart.total).toBe(4);\n         |                      ^\n      42 | });\n";
         let k = kept(text);
         assert!(k.contains(&"    > 41 |   expect(cart.total).toBe(4);".to_string()));

@@ -138,6 +138,10 @@ impl Stitcher {
         if !self.light || self.round_no > 0 {
             return Some(event);
         }
+        if self.passes_as_content(&event) {
+            out.push(event.raw);
+            return None;
+        }
         let last = self.round.last_response.as_ref().map(|l| &l.bytes[..]);
         let Some(head) = EventHead::read(event.data_bytes(), last) else {
             return Some(event);
@@ -241,6 +245,57 @@ impl Stitcher {
             None => out.push(bytes),
         }
         None
+    }
+}
+
+/// Events that only carry an item's content (`response.output_text.delta`, a part added or done): no response
+/// echo to take out, no item to place.
+fn is_content_type(kind: &[u8]) -> bool {
+    const DONE: [&[u8]; 9] = [
+        b"response.output_text.done",
+        b"response.output_text.annotation.added",
+        b"response.content_part.added",
+        b"response.content_part.done",
+        b"response.reasoning_summary_part.added",
+        b"response.reasoning_summary_part.done",
+        b"response.reasoning_summary_text.done",
+        b"response.reasoning_text.done",
+        b"response.refusal.done",
+    ];
+    kind.starts_with(b"response.") && kind.ends_with(b".delta") || DONE.contains(&kind)
+}
+
+impl Stitcher {
+    /// Whether `event` is a content event numbered as the client expects: then it passes as it came, its data not
+    /// read past `"sequence_number"`. A streamed answer is mostly text deltas, and reading each one's every member
+    /// was most of what a turn offered the tool cost. On the light path nothing is hidden (the first event it hands
+    /// back ends it), so a content event has nothing to change. Only the shape OpenAI writes
+    /// (`{"type":"…","sequence_number":N,…`) is recognised; anything else is read whole.
+    fn passes_as_content(&mut self, event: &SseEvent) -> bool {
+        if !self.seq_known {
+            return false;
+        }
+        let Some(rest) = event.data_bytes().strip_prefix(b"{\"type\":\"") else {
+            return false;
+        };
+        let Some(end) = memchr::memchr(b'"', rest) else {
+            return false;
+        };
+        if !is_content_type(&rest[..end]) {
+            return false;
+        }
+        let Some(number) = rest[end..].strip_prefix(b"\",\"sequence_number\":") else {
+            return false;
+        };
+        let digits = number.iter().take_while(|b| b.is_ascii_digit()).count();
+        let seq = std::str::from_utf8(&number[..digits])
+            .ok()
+            .and_then(|d| d.parse::<u64>().ok());
+        if seq != Some(self.seq) || !matches!(number.get(digits), Some(b',' | b'}')) {
+            return false;
+        }
+        self.seq += 1;
+        true
     }
 }
 
