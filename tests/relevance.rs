@@ -52,6 +52,13 @@ async fn received(proxy: &Proxy, mock: &ctxgate::mock::MockHandle, input: Value)
     output_of(turn_requests(mock).last().unwrap(), "c1")
 }
 
+/// `got`, the run as the upstream received it, is compressed and still shows the line of test `named`.
+fn assert_picked(log: &str, got: &str, named: &str) {
+    assert!(got.len() < log.len() / 4, "not compressed:\n{got}");
+    let line = format!("{named} PASSED [ 50%]");
+    assert!(got.lines().any(|l| l == line), "{line} missing:\n{got}");
+}
+
 fn call_and_output(command: &str, output: &str) -> [Value; 2] {
     [
         json!({"type": "function_call", "call_id": "c1", "name": "shell",
@@ -79,9 +86,7 @@ async fn a_codex_task_after_the_harness_scene_is_the_query() {
         output
     ]);
     let got = received(&proxy, &mock, input).await;
-    assert!(got.len() < log.len() / 4, "not compressed:\n{got}");
-    let line = format!("{named} PASSED [ 50%]");
-    assert!(got.lines().any(|l| l == line), "{line} missing:\n{got}");
+    assert_picked(&log, &got, named);
 }
 
 /// A long task fills the query's places; the call's own words (the test it selected) come first.
@@ -102,7 +107,5 @@ async fn a_long_task_does_not_crowd_out_the_calls_own_words() {
         output
     ]);
     let got = received(&proxy, &mock, input).await;
-    assert!(got.len() < log.len() / 4, "not compressed:\n{got}");
-    let line = format!("{named} PASSED [ 50%]");
-    assert!(got.lines().any(|l| l == line), "{line} missing:\n{got}");
+    assert_picked(&log, &got, named);
 }
