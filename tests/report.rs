@@ -82,6 +82,23 @@ fn report_prints_every_row_and_dumps_what_the_upstream_received() {
         );
         assert_eq!(row["error_lines_kept"], row["error_lines"], "{row}");
     }
+    // The naive rule's count: the build log (259 lines, 4 error lines) loses its middle to it.
+    let build = outputs
+        .iter()
+        .find(|r| r["name"] == "cargo_build_vv.log")
+        .unwrap();
+    let naive = build["tokens_naive"].as_u64().unwrap();
+    assert!(
+        0 < naive && naive < build["tokens_before"].as_u64().unwrap(),
+        "{build}"
+    );
+    assert_eq!(
+        report["outputs_total"]["tokens_naive"].as_u64().unwrap(),
+        outputs
+            .iter()
+            .map(|r| r["tokens_naive"].as_u64().unwrap())
+            .sum::<u64>()
+    );
     let transcript = &report["transcripts"][0];
     assert_eq!(transcript["name"], "session.json");
     assert!(transcript["tokens_after"].as_u64() < transcript["tokens_before"].as_u64());

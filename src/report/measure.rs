@@ -33,6 +33,44 @@ pub fn kept_lines(lines: &[&str], received: &str) -> usize {
     lines.iter().filter(|l| visible.contains(**l)).count()
 }
 
+/// Lines the naive rule keeps on each side of an error line.
+const NAIVE_CONTEXT: usize = 2;
+/// Lines the naive rule keeps at each end of the text.
+const NAIVE_ENDS: usize = 30;
+
+/// The baseline issue 8 measures against, a line filter: every error line with the 2 lines on either side, the first
+/// and last 30 lines, and one `[... N lines omitted ...]` line for each run of the others. Nothing it drops can be
+/// had back, which is what a compressor with an expand tool behind it is expected to beat.
+pub fn naive_rule(text: &str) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let n = lines.len();
+    let mut keep = vec![false; n];
+    for (i, line) in lines.iter().enumerate() {
+        let bare = line.strip_suffix('\n').unwrap_or(line);
+        let bare = bare.strip_suffix('\r').unwrap_or(bare);
+        if i < NAIVE_ENDS || i + NAIVE_ENDS >= n {
+            keep[i] = true;
+        }
+        if is_error_line(bare) {
+            let around = i.saturating_sub(NAIVE_CONTEXT)..(i + NAIVE_CONTEXT + 1).min(n);
+            keep[around].iter_mut().for_each(|k| *k = true);
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < n {
+        if keep[i] {
+            out.push_str(lines[i]);
+            i += 1;
+            continue;
+        }
+        let run = keep[i..].iter().take_while(|k| !**k).count();
+        out.push_str(&format!("[... {run} lines omitted ...]\n"));
+        i += run;
+    }
+    out
+}
+
 /// `o200k_base` token counts, memoized by text: a replayed session sends the same items on every turn.
 pub struct Tokens {
     bpe: Option<&'static CoreBPE>,
@@ -79,6 +117,36 @@ impl Default for Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_naive_rule_keeps_the_ends_and_each_error_line_with_two_neighbours() {
+        let mut text = String::new();
+        for i in 0..100 {
+            if i == 50 {
+                text.push_str("E   AssertionError: boom\n");
+            } else {
+                text.push_str(&format!("line {i}\n"));
+            }
+        }
+        let out = naive_rule(&text);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[29], "line 29");
+        assert_eq!(lines[30], "[... 18 lines omitted ...]");
+        assert_eq!(
+            &lines[31..36],
+            [
+                "line 48",
+                "line 49",
+                "E   AssertionError: boom",
+                "line 51",
+                "line 52"
+            ]
+        );
+        assert_eq!(lines[36], "[... 17 lines omitted ...]");
+        assert_eq!(lines.last(), Some(&"line 99"));
+        // A short text is kept whole, its last line's missing newline included.
+        assert_eq!(naive_rule("a\nb"), "a\nb");
+    }
 
     #[test]
     fn error_lines_are_substring_matches_under_300_chars() {

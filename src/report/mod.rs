@@ -63,6 +63,8 @@ pub struct OutputTotals {
     pub files: usize,
     pub tokens_before: usize,
     pub tokens_after: usize,
+    /// What the naive rule ([`measure::naive_rule`]) leaves of the same outputs: the line filter to beat.
+    pub tokens_naive: usize,
     pub error_lines: usize,
     pub error_lines_kept: usize,
     pub changed: usize,
@@ -78,6 +80,7 @@ impl OutputTotals {
         self.files += o.files;
         self.tokens_before += o.tokens_before;
         self.tokens_after += o.tokens_after;
+        self.tokens_naive += o.tokens_naive;
         self.error_lines += o.error_lines;
         self.error_lines_kept += o.error_lines_kept;
         self.changed += o.changed;

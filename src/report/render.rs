@@ -21,17 +21,18 @@ pub fn to_text(r: &Report) -> String {
             "## Tool outputs, each its own conversation (tokens: {})\n\n",
             r.tokenizer
         ));
-        out.push_str("| kind | files | tokens before | tokens after | fewer tokens | error lines kept | changed | stage ms |\n|---|---|---|---|---|---|---|---|\n");
+        out.push_str("| kind | files | tokens before | tokens after | fewer tokens | naive rule: fewer tokens | error lines kept | changed | stage ms |\n|---|---|---|---|---|---|---|---|---|\n");
         let mut rows: Vec<(&str, &super::OutputTotals)> =
             r.by_kind.iter().map(|(k, t)| (k.as_str(), t)).collect();
         rows.push(("**all**", &r.outputs_total));
         for (kind, t) in rows {
             out.push_str(&format!(
-                "| {kind} | {} | {} | {} | {:.1} % | {}/{} ({}) | {} | {:.1} |\n",
+                "| {kind} | {} | {} | {} | {:.1} % | {:.1} % | {}/{} ({}) | {} | {:.1} |\n",
                 t.files,
                 t.tokens_before,
                 t.tokens_after,
                 t.saved_percent(),
+                percent_less(t.tokens_before, t.tokens_naive),
                 t.error_lines_kept,
                 t.error_lines,
                 percent(t.error_lines_kept, t.error_lines),

@@ -224,6 +224,7 @@ async fn output_row(
             files: 1,
             tokens_before: tokens.count(&output.text),
             tokens_after: tokens.count(&received),
+            tokens_naive: tokens.count(&super::measure::naive_rule(&output.text)),
             error_lines: errors.len(),
             error_lines_kept: kept,
             changed: usize::from(received != output.text),
