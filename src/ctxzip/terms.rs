@@ -1,7 +1,8 @@
 //! Query terms: the words that make a line "relevant" to the conversation.
 //!
-//! The proxy pins the query to the conversation's first user message (and the arguments of the tool call that
-//! produced an output), never to the latest turn: the same historic output must always compress to the same
+//! The proxy pins the query to the arguments of the tool call that produced an output, then the conversation's first
+//! user message with words of the user's own (not a harness's scene, see
+//! [`crate::responses::shape::is_harness_context`]), never to the latest turn: the same historic output must always compress to the same
 //! bytes or provider prompt caches miss. So extraction is deterministic — first-appearance order, dedup,
 //! bounded count — and independent of anything but the text.
 
@@ -648,5 +649,19 @@ mod tests {
         assert_eq!(a, query_terms(&text));
         assert_eq!(a[0], "word0");
         assert!(query_terms("a an the to of -- ...").is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any text, markup-like or not, gives at most the bound of distinct lowercase terms and never a tag's
+        /// name left half-read.
+        #[test]
+        fn any_text_gives_bounded_terms(text in "[<>/a-zA-Z_é:. -]{0,200}") {
+            let terms = query_terms(&text);
+            proptest::prop_assert!(terms.len() <= MAX_TERMS);
+            for t in &terms {
+                proptest::prop_assert!(!t.contains(['<', '>']));
+                proptest::prop_assert_eq!(t.to_lowercase(), t.clone());
+            }
+        }
     }
 }
