@@ -293,10 +293,13 @@ pub(crate) fn compress_with(
     if p.regions == Regions::TestReport {
         relevant.retain(|r| super::testxml::pickable(recs[r.1].text));
     }
+    // Filtered before the cut: lines picked for a term on every line would otherwise take the places of the few a
+    // selective term picks, and then be dropped themselves.
     let mask = selective_terms(relevant.iter().map(|r| r.0), n);
-    relevant.sort_unstable_by(|a, b| b.0.count_ones().cmp(&a.0.count_ones()).then(a.1.cmp(&b.1)));
-    relevant.truncate(p.max_relevant);
     relevant.retain(|r| r.0 & mask != 0);
+    let score = |bits: u32| (bits & mask).count_ones();
+    relevant.sort_unstable_by(|a, b| score(b.0).cmp(&score(a.0)).then(a.1.cmp(&b.1)));
+    relevant.truncate(p.max_relevant);
     let selection = select(&recs, &texts, &flags, &relevant, p);
     Some(render(
         &recs,

@@ -271,6 +271,33 @@ fn a_finding_kept_under_a_file_header_keeps_the_header() {
 }
 
 #[test]
+fn a_line_only_a_selective_term_picks_is_kept_however_many_lines_a_common_term_hits_before_it() {
+    // `parser` on every third line marks the text; `flaky`, alone on a line near the end, singles it out.
+    let mut text = String::new();
+    for i in 0..400 {
+        let line = match i {
+            350 => format!("pkg/mod{i}.py: flaky on retry\n"),
+            i if i % 3 == 0 => format!("pkg/mod{i}.py: uses parser {i}\n"),
+            _ => format!("pkg/mod{i}.py: loads {i}\n"),
+        };
+        text.push_str(&line);
+    }
+    let out = compress_with(
+        &text,
+        &ctx(&["parser", "flaky"], &[]),
+        &Params {
+            head: 2,
+            tail: 2,
+            ..PLAIN
+        },
+        &mut Tally::default(),
+    )
+    .unwrap_or_default();
+    assert!(out.contains("pkg/mod350.py: flaky on retry\n"), "{out}");
+    assert!(!out.contains("uses parser 30\n"), "{out}");
+}
+
+#[test]
 fn a_query_term_on_every_line_picks_none_of_them() {
     // The searched word is on every line; `flaky` singles one line out.
     let mut text = String::new();
