@@ -500,8 +500,6 @@ fn is_caret_line(t: &str) -> bool {
         && t.bytes().all(|b| matches!(b, b'|' | b' ' | b'^' | b'~'))
 }
 
-/// One past the run of frame lines ([`is_frame`]) that starts at `from`, looking no further than `to`; `from`
-/// itself when no frame stands there.
 /// In a failure block kept whole (`block`), a code frame already shown above — its context lines, the failing
 /// line and the caret — is taken out again: `test.each` rows failing at one `expect`, or Jest's open handles, print
 /// the same frame in every block, and the block's own lines (its values, its `at` lines) say what differs.
@@ -555,6 +553,8 @@ pub(crate) fn is_code_frame_line(line: &str) -> bool {
     is_code_source_line(t) || is_code_frame_pointer(t) || is_caret_line(t.trim_end())
 }
 
+/// One past the run of frame lines ([`is_frame`]) that starts at `from`, looking no further than `to`; `from`
+/// itself when no frame stands there.
 fn frames_end(lines: &[&str], from: usize, to: usize) -> usize {
     let to = to.min(lines.len());
     (from..to)
