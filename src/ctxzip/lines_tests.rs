@@ -270,6 +270,21 @@ fn a_finding_kept_under_a_file_header_keeps_the_header() {
     }
 }
 
+/// `text` compressed as plain lines (2 head, 2 tail) for the query `parser flaky`.
+fn with_parser_and_flaky_query(text: &str) -> String {
+    compress_with(
+        text,
+        &ctx(&["parser", "flaky"], &[]),
+        &Params {
+            head: 2,
+            tail: 2,
+            ..PLAIN
+        },
+        &mut Tally::default(),
+    )
+    .unwrap_or_default()
+}
+
 #[test]
 fn a_line_only_a_selective_term_picks_is_kept_however_many_lines_a_common_term_hits_before_it() {
     // `parser` on every third line marks the text; `flaky`, alone on a line near the end, singles it out.
@@ -282,17 +297,7 @@ fn a_line_only_a_selective_term_picks_is_kept_however_many_lines_a_common_term_h
         };
         text.push_str(&line);
     }
-    let out = compress_with(
-        &text,
-        &ctx(&["parser", "flaky"], &[]),
-        &Params {
-            head: 2,
-            tail: 2,
-            ..PLAIN
-        },
-        &mut Tally::default(),
-    )
-    .unwrap_or_default();
+    let out = with_parser_and_flaky_query(&text);
     assert!(out.contains("pkg/mod350.py: flaky on retry\n"), "{out}");
     assert!(!out.contains("uses parser 30\n"), "{out}");
 }
@@ -305,17 +310,7 @@ fn a_query_term_on_every_line_picks_none_of_them() {
         let extra = if i == 250 { " flaky" } else { "" };
         text.push_str(&format!("pkg/mod{i}.py: uses parser {i}{extra}\n"));
     }
-    let out = compress_with(
-        &text,
-        &ctx(&["parser", "flaky"], &[]),
-        &Params {
-            head: 2,
-            tail: 2,
-            ..PLAIN
-        },
-        &mut Tally::default(),
-    )
-    .unwrap_or_default();
+    let out = with_parser_and_flaky_query(&text);
     assert!(out.contains("pkg/mod250.py: uses parser 250 flaky\n"));
     assert!(
         !out.contains("pkg/mod10.py"),

@@ -288,10 +288,9 @@ impl Stitcher {
             return false;
         };
         let digits = number.iter().take_while(|b| b.is_ascii_digit()).count();
-        let seq = std::str::from_utf8(&number[..digits])
-            .ok()
-            .and_then(|d| d.parse::<u64>().ok());
-        if seq != Some(self.seq) || !matches!(number.get(digits), Some(b',' | b'}')) {
+        if skim::unsigned(number, 0..digits) != Some(self.seq)
+            || !matches!(number.get(digits), Some(b',' | b'}'))
+        {
             return false;
         }
         self.seq += 1;
