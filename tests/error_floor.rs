@@ -1145,16 +1145,22 @@ async fn an_original_gone_from_the_store_is_stored_again_when_its_form_is_reused
 }
 
 /// About `tokens` estimated tokens of a passing log that compresses well.
+/// A passing log of `lines` lines of 80 characters (20 estimated tokens each), whatever the tag.
 fn passing_log(tag: &str, lines: usize) -> String {
     (0..lines)
         .map(|i| {
-            format!(
-                "[{tag}] step {i:05} finished in 0.{:03}s, cache warm\n",
+            let line = format!(
+                "[{tag}] step {i:05} finished in 0.{:03}s, cache warm",
                 i % 997
-            )
+            );
+            format!("{line:<79}\n")
         })
         .collect()
 }
+
+/// Lines of a [`passing_log`] that saves about 180 estimated tokens: less than a conversation's first marker
+/// costs (`min_saved_tokens`, 224), more than half of it, so two such outputs together pay for it.
+const SMALL_LOG: usize = 28;
 
 fn shell_call(id: &str) -> Value {
     json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"})
@@ -1176,10 +1182,10 @@ async fn small_savings_wait_for_the_first_marker_and_go_with_it() {
     let mut opts = ProxyOptions::new(&mock_url(&mock));
     opts.store_path = Some(store_path.clone());
     let proxy = start_proxy_with(opts).await;
-    // Saves under 300 estimated tokens: less than the first marker's cost (min_saved_tokens, 352).
-    let small = passing_log("small", 42);
+    // Saves less than the first marker's cost (min_saved_tokens).
+    let small = passing_log("small", SMALL_LOG);
     let big = passing_log("big", 2000);
-    let second_small = passing_log("again", 42);
+    let second_small = passing_log("again", SMALL_LOG);
     let mut input = vec![
         json!({"role": "user", "content": "Build it."}),
         shell_call("a"),
@@ -1234,10 +1240,10 @@ async fn small_savings_add_up_to_the_first_marker_even_across_a_restart() {
             start_proxy_with(opts)
         };
         let mut proxy = start().await;
-        // Each saves about 290 estimated tokens: alone, less than the first marker's cost (352); two together pay.
-        let first = passing_log("first", 42);
-        let second = passing_log("second", 42);
-        let third = passing_log("third", 42);
+        // Each saves less than the first marker's cost alone; two together pay (see SMALL_LOG).
+        let first = passing_log("first", SMALL_LOG);
+        let second = passing_log("second", SMALL_LOG);
+        let third = passing_log("third", SMALL_LOG);
         let mut input = vec![
             json!({"role": "user", "content": "Build it."}),
             shell_call("a"),
@@ -1287,12 +1293,15 @@ async fn small_savings_add_up_to_the_first_marker_even_across_a_restart() {
 async fn waiting_savings_must_also_pay_for_the_cached_prefix_they_make_the_provider_read_again() {
     let mock = start_mock().await;
     let proxy = start_proxy_with(ProxyOptions::new(&mock_url(&mock))).await;
-    // A task of about 6,400 estimated tokens: the first marker must save a tenth of the prefix before it.
-    let task = "Rule: keep every test green. ".repeat(880);
+    // A task of about 3,600 estimated tokens: the first marker must save a tenth of the prefix before it.
+    let task = "Rule: keep every test green. ".repeat(500);
     let mut input = vec![json!({"role": "user", "content": task})];
     let mut compressed = Vec::new();
     for (id, tag) in [("a", "first"), ("b", "second"), ("c", "third")] {
-        input.extend([shell_call(id), shell_output(id, &passing_log(tag, 42))]);
+        input.extend([
+            shell_call(id),
+            shell_output(id, &passing_log(tag, SMALL_LOG)),
+        ]);
         let resp = post(&proxy, &threshold_turn(&input)).await;
         compressed.push(
             resp.headers()["x-ctxgate-compressed"]
@@ -1301,12 +1310,15 @@ async fn waiting_savings_must_also_pay_for_the_cached_prefix_they_make_the_provi
                 .to_owned(),
         );
     }
-    // Two outputs save about 570 tokens, under a tenth of the ~7,000 before the second: they wait. The third
-    // brings the sum to about 860, over a tenth of the ~7,600 before it: all three go compressed together.
+    // Two outputs save about 360 tokens, under a tenth of the ~4,200 before the second: they wait. The third
+    // brings the sum to about 540, over a tenth of the ~4,800 before it: all three go compressed together.
     assert_eq!(compressed, ["0", "0", "3"]);
     let requests = sent(&mock);
     assert!(requests[1].get("tools").is_none());
-    assert_eq!(output_of(&requests[1], "b"), passing_log("second", 42));
+    assert_eq!(
+        output_of(&requests[1], "b"),
+        passing_log("second", SMALL_LOG)
+    );
     proxy.stop().await;
 }
 
@@ -1318,7 +1330,7 @@ async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn
     let proxy = start_proxy_with(opts).await;
     // A system prompt of about 2,000 estimated tokens: the head every turn of this conversation repeats.
     let system = "Run one shell command per turn and explain why.\n".repeat(170);
-    let small = passing_log("small", 42);
+    let small = passing_log("small", SMALL_LOG);
     let mut input = vec![
         json!({"role": "developer", "content": system}),
         json!({"role": "user", "content": "Build it."}),
@@ -1333,7 +1345,7 @@ async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn
     assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
     input.extend([
         shell_call("b"),
-        shell_output("b", &passing_log("again", 42)),
+        shell_output("b", &passing_log("again", SMALL_LOG)),
     ]);
     assert_eq!(post(&proxy, &turn(&input)).await.status(), 200);
     let requests = sent(&mock);
@@ -1380,7 +1392,7 @@ async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn
 async fn a_first_marker_late_in_a_long_session_must_be_worth_the_cached_prefix() {
     let (mock, proxy) = mock_and_proxy().await;
     // A long session of small outputs (each under the compression threshold), then one output whose saving
-    // (about 2,000 tokens) beats min_saved_tokens but not 10 % of the ~60,000 tokens before it.
+    // (about 3,600 tokens) beats min_saved_tokens but not 10 % of the ~60,000 tokens before it.
     let call = |id: &str| json!({"type": "function_call", "call_id": id, "name": "shell", "arguments": "{}"});
     let out = |id: &str, text: &str| json!({"type": "function_call_output", "call_id": id, "output": text});
     let mut long = vec![json!({"role": "user", "content": "Build it."})];
@@ -1618,13 +1630,13 @@ async fn the_turn_that_catches_up_counts_its_skipped_outputs_once() {
         json!({"type": "function_call", "call_id": "s", "name": "secrets", "arguments": "{}"}),
         shell_output("s", &passing_log("vault", 60)),
         shell_call("a"),
-        shell_output("a", &passing_log("first", 42)),
+        shell_output("a", &passing_log("first", SMALL_LOG)),
     ];
     let resp = post(&proxy, &threshold_turn(&input)).await;
     assert_eq!(resp.headers()["x-ctxgate-compressed"], "0");
     input.extend([
         shell_call("b"),
-        shell_output("b", &passing_log("second", 42)),
+        shell_output("b", &passing_log("second", SMALL_LOG)),
     ]);
     let resp = post(&proxy, &threshold_turn(&input)).await;
     assert_eq!(resp.headers()["x-ctxgate-compressed"], "2");

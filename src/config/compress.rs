@@ -8,9 +8,9 @@ use super::raw::RawCompress;
 /// Outputs shorter than this are never compressed (a marker and its note would eat most of the gain).
 pub const DEFAULT_MIN_TOOL_OUTPUT_CHARS: usize = 2048;
 /// What the first markers of a conversation must save together: the first marker also brings the
-/// `context_expand` tool and directive (about 300 tokens; 338 by this threshold's own bytes/4 estimate), so a smaller
-/// saving would make the request bigger.
-pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 352;
+/// `context_expand` tool and directive (190 `o200k_base` tokens; 213 by this threshold's own bytes/4 estimate), so a
+/// smaller saving would make the request bigger.
+pub const DEFAULT_MIN_SAVED_TOKENS: u64 = 224;
 /// What each compressed item must save on its own once the conversation carries the tool: its marker line and
 /// note cost a few dozen tokens, and a model that expands it pays the original back.
 pub const DEFAULT_MIN_ITEM_SAVED_TOKENS: u64 = 64;

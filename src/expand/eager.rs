@@ -5,7 +5,7 @@
 //! that prefix (`[compress] min_saved_prefix_percent`): a long session whose first large outputs come late may
 //! never start compressing. With `[expand] eager_min_head_tokens` set, a conversation whose fixed head is at least
 //! that long carries the tool on every turn from its first. Its head then never changes, and each output is
-//! compressed as soon as it pays for its own marker. The price is the tool on every turn (about 300 tokens, cached
+//! compressed as soon as it pays for its own marker. The price is the tool on every turn (about 190 tokens, cached
 //! after the first), which a long system prompt dwarfs and a short chat does not: hence the size condition.
 //!
 //! The head is what every turn of a conversation repeats: `instructions`, `tools`, and the system, developer and

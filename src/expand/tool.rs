@@ -12,29 +12,23 @@ use serde_json::{Value, json};
 pub const EXPAND_TOOL: &str = "context_expand";
 
 /// What the model reads to decide when and how to call the tool. Kept in one constant so it never drifts.
-const TOOL_DESCRIPTION: &str = "Get back text that this conversation shows shortened. A marker \
-<<ctxzip:HASH NOTE>> stands where lines were removed (NOTE says how many); pass its HASH. Long originals come back \
-one window at a time; the last line says how to get the next.";
+const TOOL_DESCRIPTION: &str =
+    "Return the text a <<ctxzip:HASH NOTE>> marker stands for, one window at a time.";
 
-const HASH_DESCRIPTION: &str = "The marker's 12 hex characters (the whole marker, or a unique prefix of 6 or more, \
-also works).";
+const HASH_DESCRIPTION: &str = "The marker's HASH.";
 
-const QUERY_DESCRIPTION: &str = "Optional words: only lines containing any of them (case-insensitive) come back, \
-with a little context. Quote a phrase to match it exactly.";
+const QUERY_DESCRIPTION: &str = "Optional: only lines with one of these words, and their context.";
 
-const OFFSET_DESCRIPTION: &str =
-    "Optional: where to start, in characters (with `query`: matching lines to skip).";
+const OFFSET_DESCRIPTION: &str = "Optional: characters (with query: matching lines) to skip.";
 
-const LIMIT_DESCRIPTION: &str =
-    "Optional: at most this many characters (default and maximum 16000).";
+const LIMIT_DESCRIPTION: &str = "Optional: at most this many characters (maximum 16000).";
 
 /// The directive appended to `instructions` when the input carries a marker. Constant, so the instructions stay
 /// byte-stable across turns; short, because it rides along in every request of the conversation and its cost (with
 /// the tool's) is what the first markers of a conversation must save ([`crate::config::compress::DEFAULT_MIN_SAVED_TOKENS`]).
 pub const DIRECTIVE: &str = "## Offloaded context\n\
-Some long outputs here were shortened: a marker <<ctxzip:HASH NOTE>> stands where text was removed, and what is \
-shown keeps the errors and representative lines. If you need removed text, call context_expand with the marker's \
-HASH (add a query to get only matching lines). If it says the content expired, run again the tool that produced it.";
+A marker <<ctxzip:HASH NOTE>> stands where text was cut from a long output; errors and representative lines are \
+kept. To see cut text, call context_expand with the HASH. If it has expired, run the tool again.";
 
 /// The `context_expand` function tool in Responses API shape.
 ///
@@ -64,8 +58,8 @@ pub fn tool_definition() -> Value {
             "properties": {
                 "hash": {"type": "string", "description": HASH_DESCRIPTION},
                 "query": {"type": "string", "description": QUERY_DESCRIPTION},
-                "offset": {"type": "integer", "minimum": 0, "description": OFFSET_DESCRIPTION},
-                "limit": {"type": "integer", "minimum": 1, "description": LIMIT_DESCRIPTION}
+                "offset": {"type": "integer", "description": OFFSET_DESCRIPTION},
+                "limit": {"type": "integer", "description": LIMIT_DESCRIPTION}
             },
             "required": ["hash"],
             "additionalProperties": false
