@@ -10,7 +10,10 @@ For each NAME it writes OUT_DIR/NAME-json.json (non-streaming) and OUT_DIR/NAME-
   function call and its output) whose function_call_output is padded with shell-like tool output
   until the body reaches the size. The padding is deterministic and varied text rather than one
   repeated byte, so later compression stages see something that looks like a real tool output,
-  and every run sends the same bytes.
+  and every run sends the same bytes. About one line in seven reports an error, which ctxzip keeps:
+  the output saves less than a marker costs, so the plain rows measure a turn that carries no
+  marker (with fewer error lines it saved 282 tokens, enough for the first marker since
+  min_saved_tokens is 224, and the plain rows took the marker path).
 - `-marker`: the same, the output ending with MARKER (a `<<ctxzip:HASH NOTE>>` an earlier turn
   left): ctxgate offers `context_expand`, the model (`mock-ok`) does not call it.
 - `-expand`: the same with model `mock-expand`, which calls `context_expand` for the marker:
@@ -47,7 +50,7 @@ def body(stream: bool, output: str, model: str = "mock-ok") -> bytes:
 
 def tool_output(rng: random.Random, approx: int) -> str:
     """Build-log / `ls -l`-like lines, at least `approx` characters long."""
-    words = ["Compiling", "Checking", "Running", "warning:", "error[E0308]:", "Finished", "Fresh"]
+    words = ["Compiling", "Checking", "Running", "warning:", "error[E0308]:", "Finished", "error[E0599]:"]
     crates = ["serde", "tokio", "hyper", "axum", "reqwest", "redb", "clap", "bytes", "tracing", "ctxgate"]
     lines = []
     total = 0
