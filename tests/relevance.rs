@@ -42,9 +42,14 @@ fn verbose_run(named: &str) -> String {
     log
 }
 
-/// The output of call `c1` as the upstream received it, after a turn of `input` items.
-async fn received(proxy: &Proxy, mock: &ctxgate::mock::MockHandle, input: Value) -> String {
-    let body = json!({"model": "mock-ok", "prompt_cache_key": "relevance", "input": input});
+/// The output of call `c1` as the upstream received it, after a turn of `input` items in conversation `key`.
+async fn received(
+    proxy: &Proxy,
+    mock: &ctxgate::mock::MockHandle,
+    key: &str,
+    input: Value,
+) -> String {
+    let body = json!({"model": "mock-ok", "prompt_cache_key": key, "input": input});
     assert_eq!(
         post_responses(proxy, &body, "sk-relevance").await.status(),
         200
@@ -85,7 +90,7 @@ async fn a_codex_task_after_the_harness_scene_is_the_query() {
         call,
         output
     ]);
-    let got = received(&proxy, &mock, input).await;
+    let got = received(&proxy, &mock, "relevance", input).await;
     assert_picked(&log, &got, named);
 }
 
@@ -106,6 +111,29 @@ async fn a_long_task_does_not_crowd_out_the_calls_own_words() {
         call,
         output
     ]);
-    let got = received(&proxy, &mock, input).await;
+    let got = received(&proxy, &mock, "relevance", input).await;
+    assert_picked(&log, &got, named);
+}
+
+/// A task's plain words are no query: "session" and "token" name a tenth of the run's tests each, and as terms
+/// they kept twenty of those lines visible. The run compresses as it does after a task with no words of its own;
+/// an identifier the task names still picks its line.
+#[tokio::test]
+async fn a_tasks_prose_keeps_no_lines_but_its_identifiers_do() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let named = "tests/test_views.py::test_renders_expiry_banner";
+    let log = verbose_run(named);
+    // Each task in a conversation of its own: a conversation decides an output once.
+    let turn = |task: &str| {
+        let [call, output] = call_and_output("pytest -v", &log);
+        json!([{"type": "message", "role": "user", "content": task}, call, output])
+    };
+    let prose = turn("Users say the session token expires early.");
+    let plain = received(&proxy, &mock, "prose", prose).await;
+    let none = received(&proxy, &mock, "no-words", turn("Fix it.")).await;
+    assert_eq!(plain, none);
+    assert!(plain.len() < log.len() / 4, "not compressed:\n{plain}");
+    let named_task = "Users say the session token expires early; see test_renders_expiry_banner.";
+    let got = received(&proxy, &mock, "named", turn(named_task)).await;
     assert_picked(&log, &got, named);
 }

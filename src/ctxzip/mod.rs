@@ -37,7 +37,7 @@ pub use detect::detect;
 pub use marker::{contains_marker, find_markers, hash_of, marker};
 pub use relevance::{FLOOR_LINE_MAX, MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 pub use repeats::compress_in_context;
-pub use terms::{MAX_TERMS, call_query_text, query_terms};
+pub use terms::{MAX_TERMS, call_query_text, output_query_terms, query_terms};
 
 use relevance::Matcher;
 

@@ -1,8 +1,8 @@
 //! Query terms: the words that make a line "relevant" to the conversation.
 //!
-//! The proxy pins the query to the arguments of the tool call that produced an output, then the conversation's first
-//! user message with words of the user's own (not a harness's scene, see
-//! [`crate::responses::shape::is_harness_context`]), never to the latest turn: the same historic output must always compress to the same
+//! The proxy pins the query to the arguments of the tool call that produced an output, then the code-like words of
+//! the conversation's first user message with words of the user's own (not a harness's scene, see
+//! [`crate::responses::shape::is_harness_context`]; [`output_query_terms`]), never to the latest turn: the same historic output must always compress to the same
 //! bytes or provider prompt caches miss. So extraction is deterministic — first-appearance order, dedup,
 //! bounded count — and independent of anything but the text.
 
@@ -100,32 +100,88 @@ fn without_program_words(command: &str) -> String {
 /// (`poll_frame`, `tokio::sync`) and paths (`src/main.rs`) whole plus their last component; stop words
 /// dropped; deduplicated in first-appearance order; at most [`MAX_TERMS`].
 pub fn query_terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    push_terms(&mut out, text, |_, _| true);
+    out
+}
+
+/// The query of a tool output: the terms of its call's words ([`call_query_text`]), then the code-like terms of
+/// the conversation's task ([`is_code_like`]).
+///
+/// A task is prose, and its plain words (`types`, `templates`, `missing`, `class`) stand in outputs that have
+/// nothing to do with it: a linter's JSON report, a build log. As terms they kept such lines by the dozen. Its
+/// identifiers, paths, error codes and `code spans` name what the user is after, and pick the lines about it.
+/// The call's words are all terms: the agent chose them for this output.
+pub fn output_query_terms(call_text: &str, task: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    push_terms(&mut out, call_text, |_, _| true);
+    push_terms(&mut out, task, is_code_like);
+    out
+}
+
+/// Whether a word of a task (as written, `in_code` inside a markdown `code span`) names something in code: an
+/// identifier with an underscore, a dot, a slash or `::` (`year_in_school`, `models.py`, `django/db`), a word mixing
+/// letters and digits (`E0308`, `arm64`), a camel-case name (`YearInSchool`, `HTTPError`), or any word in a code
+/// span.
+pub fn is_code_like(word: &str, in_code: bool) -> bool {
+    let has = |f: fn(char) -> bool| word.chars().any(f);
+    if in_code {
+        return true;
+    }
+    let letters = has(char::is_alphabetic);
+    let camel = word.chars().skip(1).any(char::is_uppercase) && has(char::is_lowercase);
+    let joined = word.contains(['_', '/']) || word.contains("::") || dotted_name(word);
+    letters && (joined || camel || has(|c| c.is_ascii_digit()))
+}
+
+/// `models.py`, `obj.attr`: a dot between parts of two or more characters each, one of them with a letter (not
+/// `e.g`, `i.e`, `3.2`).
+fn dotted_name(word: &str) -> bool {
+    let mut parts = word.split('.');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let mut prev = first;
+    for part in parts {
+        if prev.chars().count() >= 2 && part.chars().count() >= 2 {
+            return true;
+        }
+        prev = part;
+    }
+    false
+}
+
+/// Appends the terms of `text` whose token `keep` accepts (given whether it stands inside a `code span`) to `out`,
+/// up to [`MAX_TERMS`].
+fn push_terms(out: &mut Vec<String>, text: &str, keep: fn(&str, bool) -> bool) {
     let text = without_tags(text);
-    let mut out: Vec<String> = Vec::new();
-    for raw in
-        text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':')))
-    {
-        if out.len() >= MAX_TERMS {
-            break;
-        }
-        let token = raw.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | ':'));
-        if token.is_empty() || token.len() > MAX_TERM_LEN {
-            continue;
-        }
-        let lower = token.to_lowercase();
-        let compound = lower.contains(['/', '.', ':']);
-        if compound {
-            push_term(&mut out, &lower);
-            let last = lower.rsplit(['/', ':']).next().unwrap_or("");
-            if last != lower {
-                push_term(&mut out, last);
+    // Backticks open and close code spans (a fence's three toggle three times: inside once opened).
+    for (span, piece) in text.split('`').enumerate() {
+        let in_code = span % 2 == 1;
+        for raw in piece
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':')))
+        {
+            if out.len() >= MAX_TERMS {
+                return;
             }
-        } else {
-            push_term(&mut out, &lower);
+            let token = raw.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | ':'));
+            if token.is_empty() || token.len() > MAX_TERM_LEN || !keep(token, in_code) {
+                continue;
+            }
+            let lower = token.to_lowercase();
+            let compound = lower.contains(['/', '.', ':']);
+            if compound {
+                push_term(out, &lower);
+                let last = lower.rsplit(['/', ':']).next().unwrap_or("");
+                if last != lower {
+                    push_term(out, last);
+                }
+            } else {
+                push_term(out, &lower);
+            }
         }
     }
     out.truncate(MAX_TERMS);
-    out
 }
 
 /// `text` without its markup tags (`<pr_description>`, `</instructions>`, `<cwd>`): a harness wraps the task in
@@ -577,6 +633,47 @@ mod tests {
             query_terms("a<b and c > d <cwd>/srv/app</cwd>"),
             vec!["srv/app", "app"]
         );
+    }
+
+    #[test]
+    fn a_tasks_plain_words_are_no_terms_of_an_output_but_its_code_is() {
+        let task = "<pr_description>\nEnumeration types are not usable in templates: \
+                    `{% if student.year_in_school == YearInSchool.FRESHMAN %}` fails with E0308 on arm64, \
+                    e.g. in django/template/base.py, and the `callable` check is missing.\n</pr_description>";
+        assert_eq!(
+            output_query_terms("tests/test_enums.py -k choices", task),
+            vec![
+                "tests/test_enums.py",
+                "test_enums.py",
+                "choices",
+                "student.year_in_school",
+                "yearinschool.freshman",
+                "e0308",
+                "arm64",
+                "django/template/base.py",
+                "base.py",
+                "callable",
+            ]
+        );
+        // Prose alone gives no term, whatever its words.
+        assert!(output_query_terms("", "Users say the session token expires early.").is_empty());
+        for (word, code) in [
+            ("year_in_school", true),
+            ("YearInSchool", true),
+            ("HTTPError", true),
+            ("models.py", true),
+            ("tokio::sync", true),
+            ("py311", true),
+            ("e.g", false),
+            ("3.2", false),
+            ("12304", false),
+            ("PR", false),
+            ("built-in", false),
+            ("Enumeration", false),
+        ] {
+            assert_eq!(is_code_like(word, false), code, "{word}");
+        }
+        assert!(is_code_like("callable", true));
     }
 
     #[test]

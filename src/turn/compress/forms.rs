@@ -123,11 +123,7 @@ impl CompressStage {
     ) -> Result<Option<Fresh>, CompressorPanicked> {
         // The call's own words first: they are about this output (the test it ran, the path it read), and a long
         // task would otherwise take every one of the [`ctxzip::MAX_TERMS`] places before them.
-        let query = ctxzip::query_terms(&format!(
-            "{}\n{}",
-            ctxzip::call_query_text(arguments),
-            ctx.first_user
-        ));
+        let query = ctxzip::output_query_terms(&ctxzip::call_query_text(arguments), ctx.first_user);
         let options = ctxzip::Options {
             query: query.clone(),
             keep_patterns: self.settings.keep_patterns.clone(),
