@@ -1,9 +1,9 @@
 //! Real agents through ctxgate in front of `ctxgate-mock`:
 //!
 //! - the Codex CLI (`codex exec` with a custom model provider) runs the shell command `mock-agent-shell` asks for,
-//!   whose ~75 KB output reaches the upstream behind a marker, and ends with the mock's final text; with
-//!   `[expand] eager_min_head_tokens` set, the same run is offered the expand tool from its first request on,
-//!   with the same head bytes on every turn;
+//!   whose ~75 KB output reaches the upstream behind a marker, and ends with the mock's final text; with the
+//!   default `[expand] eager_min_head_tokens` the run is offered the expand tool from its first request on, with
+//!   the same head bytes on every turn, and with 0 the tool comes with the marker;
 //! - the `openai-agents` Python SDK runs an agent whose function tool returns ~70 KB per call for the 8 turns of
 //!   `mock-agent-loop`, past a small fold budget: the run completes and the upstream saw compressed and folded
 //!   requests.
@@ -253,13 +253,19 @@ async fn codex_cli_exec_through_ctxgate() {
     let Some(codex) = codex_or_skip("codex_cli_exec_through_ctxgate") else {
         return;
     };
-    let (mock, proxy) = mock_and_proxy().await;
+    // The tool comes with the first marker (the default offers it from the first turn: the test below).
+    let mock = start_mock().await;
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.expand.eager_min_head_tokens = Some(0);
+    let proxy = start_proxy_with(opts).await;
     let base_url = format!("{}/v1", proxy.url);
 
     let printed = exec_codex(&codex, codex_config(&base_url, "")).await;
     let what = check_codex_upstream(&mock, printed).unwrap();
     eprintln!("codex through ctxgate: {what}");
-    assert_eq!(turns(&mock).len(), 2, "one call round, one answer round");
+    let sent = turns(&mock);
+    assert_eq!(sent.len(), 2, "one call round, one answer round");
+    assert!(!sent[0]["tools"].to_string().contains("\"context_expand\""));
 
     // The same run with ctxgate's stages bypassed: the exec still completes, but the upstream check fails.
     mock.state.clear();
@@ -285,10 +291,8 @@ async fn codex_cli_exec_through_ctxgate_offered_the_tool_from_its_first_turn() {
     else {
         return;
     };
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.expand.eager_min_head_tokens = Some(1024);
-    let proxy = start_proxy_with(opts).await;
+    // The shipped default (`eager_min_head_tokens` 1024).
+    let (mock, proxy) = mock_and_proxy().await;
     let printed = exec_codex(&codex, codex_config(&format!("{}/v1", proxy.url), "")).await;
     check_codex_upstream(&mock, printed).unwrap();
     // Codex's instructions and tools are a long head: its first request, before any output exists, already

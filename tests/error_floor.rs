@@ -1292,7 +1292,11 @@ async fn small_savings_add_up_to_the_first_marker_even_across_a_restart() {
 #[tokio::test]
 async fn waiting_savings_must_also_pay_for_the_cached_prefix_they_make_the_provider_read_again() {
     let mock = start_mock().await;
-    let proxy = start_proxy_with(ProxyOptions::new(&mock_url(&mock))).await;
+    // The task makes a long head, which the default offers the tool from the first turn: here it comes with the
+    // first marker.
+    let mut opts = ProxyOptions::new(&mock_url(&mock));
+    opts.raw.expand.eager_min_head_tokens = Some(0);
+    let proxy = start_proxy_with(opts).await;
     // A task of about 3,600 estimated tokens: the first marker must save a tenth of the prefix before it.
     let task = "Rule: keep every test green. ".repeat(500);
     let mut input = vec![json!({"role": "user", "content": task})];
@@ -1323,11 +1327,9 @@ async fn waiting_savings_must_also_pay_for_the_cached_prefix_they_make_the_provi
 }
 
 #[tokio::test]
-async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn_when_asked() {
-    let mock = start_mock().await;
-    let mut opts = ProxyOptions::new(&mock_url(&mock));
-    opts.raw.expand.eager_min_head_tokens = Some(1024);
-    let proxy = start_proxy_with(opts).await;
+async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn() {
+    // The shipped default (`eager_min_head_tokens` 1024).
+    let (mock, proxy) = mock_and_proxy().await;
     // A system prompt of about 2,000 estimated tokens: the head every turn of this conversation repeats.
     let system = "Run one shell command per turn and explain why.\n".repeat(170);
     let small = passing_log("small", SMALL_LOG);

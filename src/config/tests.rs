@@ -80,12 +80,17 @@ fn agent_switches_come_from_the_env() {
 }
 
 #[test]
-fn the_eager_tool_is_off_unless_a_head_size_is_set() {
+fn the_eager_tool_is_on_for_long_heads_unless_set_to_zero() {
     assert_eq!(
         Config::resolve(RawConfig::default())
             .unwrap()
             .expand
             .eager_min_head_tokens,
+        1024
+    );
+    let raw = env::from_env(&env(&[("CTXGATE_EXPAND_EAGER_MIN_HEAD_TOKENS", "0")])).unwrap();
+    assert_eq!(
+        Config::resolve(raw).unwrap().expand.eager_min_head_tokens,
         0
     );
     let raw = env::from_env(&env(&[("CTXGATE_EXPAND_EAGER_MIN_HEAD_TOKENS", "1024")])).unwrap();
