@@ -156,13 +156,14 @@ fn dotted_name(word: &str) -> bool {
 fn push_terms(out: &mut Vec<String>, text: &str, keep: fn(&str, bool) -> bool) {
     let text = without_tags(text);
     // Backticks open and close code spans (a fence's three toggle three times: inside once opened).
-    for (span, piece) in text.split('`').enumerate() {
+    'pieces: for (span, piece) in text.split('`').enumerate() {
         let in_code = span % 2 == 1;
         for raw in piece
             .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':')))
         {
             if out.len() >= MAX_TERMS {
-                return;
+                // A compound term brings two: the cut below keeps the bound.
+                break 'pieces;
             }
             let token = raw.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | ':'));
             if token.is_empty() || token.len() > MAX_TERM_LEN || !keep(token, in_code) {
@@ -759,6 +760,29 @@ mod tests {
                 proptest::prop_assert!(!t.contains(['<', '>']));
                 proptest::prop_assert_eq!(t.to_lowercase(), t.clone());
             }
+        }
+
+        /// An output's query is the call's terms, then task terms the task's own query has too, none twice, within
+        /// the bound; a task of plain words adds nothing.
+        #[test]
+        fn an_outputs_query_is_the_calls_terms_then_some_of_the_tasks(
+            call in "[a-z_/. -]{0,80}",
+            task in "[`a-zA-Z0-9_/.: -]{0,200}",
+            plain in "[a-z ]{0,200}",
+        ) {
+            let terms = output_query_terms(&call, &task);
+            let own = query_terms(&call);
+            proptest::prop_assert!(terms.len() <= MAX_TERMS);
+            proptest::prop_assert_eq!(&terms[..own.len()], &own[..]);
+            let task_terms = query_terms(&task);
+            for t in &terms[own.len()..] {
+                proptest::prop_assert!(task_terms.contains(t), "{t}");
+            }
+            let mut seen = terms.clone();
+            seen.sort();
+            seen.dedup();
+            proptest::prop_assert_eq!(seen.len(), terms.len());
+            proptest::prop_assert_eq!(output_query_terms(&call, &plain), own);
         }
     }
 }
