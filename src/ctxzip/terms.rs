@@ -106,7 +106,7 @@ pub fn query_terms(text: &str) -> Vec<String> {
 }
 
 /// The query of a tool output: the terms of its call's words ([`call_query_text`]), then the code-like terms of
-/// the conversation's task ([`is_code_like`]).
+/// the conversation's task (`is_code_like`).
 ///
 /// A task is prose, and its plain words (`types`, `templates`, `missing`, `class`) stand in outputs that have
 /// nothing to do with it: a linter's JSON report, a build log. As terms they kept such lines by the dozen. Its
@@ -123,7 +123,7 @@ pub fn output_query_terms(call_text: &str, task: &str) -> Vec<String> {
 /// identifier with an underscore, a dot, a slash or `::` (`year_in_school`, `models.py`, `django/db`), a word mixing
 /// letters and digits (`E0308`, `arm64`), a camel-case name (`YearInSchool`, `HTTPError`), or any word in a code
 /// span.
-pub fn is_code_like(word: &str, in_code: bool) -> bool {
+fn is_code_like(word: &str, in_code: bool) -> bool {
     let has = |f: fn(char) -> bool| word.chars().any(f);
     if in_code {
         return true;
