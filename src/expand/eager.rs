@@ -42,8 +42,13 @@ pub fn offered_from_head(body: &RequestBody, min_head_tokens: u64) -> bool {
     if min_head_tokens == 0 || body.get_str("previous_response_id").is_some() {
         return false;
     }
-    if matches!(body.get("tool_choice"), Some(Value::String(s)) if s == "none") {
-        return false;
+    // Only where the model picks its tools itself. With `none` it may call none; with `required` and nothing to
+    // expand yet, the expand tool would be a decoy the model may pick to satisfy the rule; a named tool or a list of
+    // allowed ones leaves it uncallable. Such a turn gets the tool with its first marker.
+    match body.get("tool_choice") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "auto" => {}
+        Some(_) => return false,
     }
     head_tokens(body) >= min_head_tokens
 }
@@ -144,13 +149,24 @@ mod tests {
         assert!(!offered_from_head(&body(big.clone()), 4096));
         // 0 is off, whatever the head.
         assert!(!offered_from_head(&body(big.clone()), 0));
-        // A turn that continues a stored response, or that forbids tools, is not decided by its head.
+        // A turn that continues a stored response, or whose tools are chosen for the model, is not decided by its
+        // head.
         let mut continued = big.clone();
         continued["previous_response_id"] = json!("resp_1");
         assert!(!offered_from_head(&body(continued), 1024));
-        let mut no_tools = big;
-        no_tools["tool_choice"] = json!("none");
-        assert!(!offered_from_head(&body(no_tools), 1024));
+        for choice in [
+            json!("none"),
+            json!("required"),
+            json!({"type": "function", "name": "shell"}),
+            json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "shell"}]}),
+        ] {
+            let mut chosen = big.clone();
+            chosen["tool_choice"] = choice;
+            assert!(!offered_from_head(&body(chosen), 1024));
+        }
+        let mut auto = big;
+        auto["tool_choice"] = json!("auto");
+        assert!(offered_from_head(&body(auto), 1024));
     }
 
     #[test]
