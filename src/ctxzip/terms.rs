@@ -2,8 +2,8 @@
 //!
 //! The proxy pins the query to the arguments of the tool call that produced an output, then the code-like words of
 //! the conversation's first user message with words of the user's own (not a harness's scene, see
-//! [`crate::responses::shape::is_harness_context`]; [`output_query_terms`]), never to the latest turn: the same historic output must always compress to the same
-//! bytes or provider prompt caches miss. So extraction is deterministic — first-appearance order, dedup,
+//! [`crate::responses::shape::is_harness_context`]; [`output_query_terms`]), never to the latest turn: the same
+//! historic output must always compress to the same bytes or provider prompt caches miss. So extraction is deterministic — first-appearance order, dedup,
 //! bounded count — and independent of anything but the text.
 
 /// At most this many terms: more would make "relevant" mean "everything" and slow the scan.
@@ -134,8 +134,8 @@ fn is_code_like(word: &str, in_code: bool) -> bool {
     letters && (joined || camel || has(|c| c.is_ascii_digit()))
 }
 
-/// `models.py`, `obj.attr`: a dot between parts of two or more characters each, one of them with a letter (not
-/// `e.g`, `i.e`, `3.2`).
+/// `models.py`, `obj.attr`: a dot between two parts of two or more characters each (not `e.g`, `i.e`; a version
+/// like `3.12` has no letter, which [`is_code_like`] also asks for).
 fn dotted_name(word: &str) -> bool {
     let mut parts = word.split('.');
     let Some(first) = parts.next() else {

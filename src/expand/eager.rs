@@ -4,9 +4,10 @@
 //! the provider reads its cached prefix once more at full price, and the first markers must also save a share of
 //! that prefix (`[compress] min_saved_prefix_percent`): a long session whose first large outputs come late may
 //! never start compressing. With `[expand] eager_min_head_tokens` (1024 by default; 0 turns it off), a conversation
-//! whose fixed head is at least that long carries the tool on every turn from its first. Its head then never changes, and each output is
-//! compressed as soon as it pays for its own marker. The price is the tool on every turn (about 190 tokens, cached
-//! after the first), which a long system prompt dwarfs and a short chat does not: hence the size condition.
+//! whose fixed head is at least that long carries the tool on every turn from its first. Its head then never
+//! changes, and each output is compressed as soon as it pays for its own marker. The price is the tool on every
+//! turn (about 190 tokens, cached after the first), which a long system prompt dwarfs and a short chat does not:
+//! hence the size condition.
 //!
 //! The head is what every turn of a conversation repeats: `instructions`, `tools`, and the system, developer and
 //! user messages before the model's first item. The decision is made from it alone, so it is the same on every
