@@ -1326,6 +1326,34 @@ async fn waiting_savings_must_also_pay_for_the_cached_prefix_they_make_the_provi
     proxy.stop().await;
 }
 
+/// A long head whose turns choose the model's tools for it (`required`, a named tool) is not offered the expand
+/// tool before a marker: with nothing to expand it would be a decoy, or uncallable.
+#[tokio::test]
+async fn a_long_head_with_its_tools_chosen_for_the_model_waits_for_a_marker() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let system = "Run one shell command per turn and explain why.\n".repeat(170);
+    let input = json!([
+        {"role": "developer", "content": system},
+        {"role": "user", "content": "Build it."}
+    ]);
+    for choice in [
+        json!("required"),
+        json!({"type": "function", "name": "shell"}),
+        json!("auto"),
+    ] {
+        let body = json!({"model": "mock-ok", "prompt_cache_key": "chosen", "input": input,
+                          "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+                          "tool_choice": choice});
+        assert_eq!(post(&proxy, &body).await.status(), 200);
+    }
+    let requests = sent(&mock);
+    let offered: Vec<bool> = requests
+        .iter()
+        .map(|r| r["tools"].to_string().contains("context_expand"))
+        .collect();
+    assert_eq!(offered, [false, false, true]);
+}
+
 #[tokio::test]
 async fn a_conversation_with_a_long_head_is_offered_the_tool_from_its_first_turn() {
     // The shipped default (`eager_min_head_tokens` 1024).
