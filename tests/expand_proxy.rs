@@ -193,6 +193,60 @@ async fn injection_is_byte_identical_and_skipped_without_markers_or_with_tool_ch
     proxy.stop().await;
 }
 
+/// A client that limits the model to a list of tools (`allowed_tools`) gets the expand tool added to the list the
+/// upstream sees, so the model can follow a marker; the answer's echo gives the client its own list back, streamed
+/// or not, expanded or not.
+#[tokio::test]
+async fn an_allowed_tools_list_lets_the_model_expand_and_comes_back_as_sent() {
+    let (mock, proxy) = mock_and_proxy().await;
+    let allowed = json!({"type": "allowed_tools", "mode": "auto",
+                         "tools": [{"type": "function", "name": "shell"}]});
+    // mock-expand calls the tool: its answer is the second round's, stitched.
+    for (model, stream) in [
+        ("mock-ok", false),
+        ("mock-ok", true),
+        ("mock-expand", false),
+        ("mock-expand", true),
+    ] {
+        mock.state.clear();
+        let mut body = conversation(model, stream);
+        body["tool_choice"] = allowed.clone();
+        let resp = post(&proxy, &body, "sk-a").await;
+        assert_eq!(resp.status(), 200);
+        let text = resp.text().await.unwrap();
+        let echoed = if stream {
+            let events = sse_events(&text);
+            let (_, created) = events
+                .iter()
+                .find(|(kind, _)| kind == "response.created")
+                .unwrap();
+            let (_, done) = events.last().unwrap();
+            assert_eq!(
+                done["response"]["tool_choice"], allowed,
+                "{model} completed"
+            );
+            created["response"]["tool_choice"].clone()
+        } else {
+            serde_json::from_str::<Value>(&text).unwrap()["tool_choice"].clone()
+        };
+        assert_eq!(echoed, allowed, "{model} stream: {stream}");
+        assert!(!text.contains("context_expand"), "{model} stream: {stream}");
+        let sent = turn_requests(&mock);
+        let names: Vec<&str> = sent[0]["tool_choice"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["shell", "context_expand"],
+            "{model} stream: {stream}"
+        );
+    }
+    proxy.stop().await;
+}
+
 #[tokio::test]
 async fn streamed_turn_with_an_expansion_is_one_coherent_stream() {
     let (mock, proxy) = mock_and_proxy().await;

@@ -1,7 +1,8 @@
 //! The client view of an upstream answer that needed no expansion, without re-serializing it.
 //!
 //! A turn that offers `context_expand` sends the upstream the proxy's tool and directive, and the upstream echoes
-//! them back in the response object (`tools`, `instructions`). When the model did not call the tool, that echo is
+//! them back in the response object (`tools`, `instructions`, and `tool_choice` when it is a list of allowed tools
+//! the proxy added the tool to). When the model did not call the tool, that echo is
 //! the only thing the client must not see: everything else reaches it byte for byte. So instead of parsing the
 //! whole answer into values and writing it out again, this module finds the byte spans of the few members it
 //! needs in one borrowing pass ([`glance`]) and splices new bytes into exactly those spans ([`client_view`]).
@@ -78,8 +79,8 @@ impl<'a> ResponseEcho<'a> {
         at: usize,
         known: &EchoCache,
     ) -> Option<(ResponseEcho<'a>, usize)> {
-        let (mut id, mut created_at, mut output, mut tools, mut instructions) =
-            (None, None, None, None, None);
+        let (mut id, mut created_at, mut output, mut tools, mut instructions, mut tool_choice) =
+            (None, None, None, None, None, None);
         let known_tools = known.tools.as_ref().map(|(seen, _)| seen.as_slice());
         let known_instructions = known.instructions.as_ref().map(|(seen, _)| seen.as_slice());
         let mut members = skim::members(b, at);
@@ -93,6 +94,7 @@ impl<'a> ResponseEcho<'a> {
                 b"instructions" => {
                     skim::once_span_known(&mut instructions, &mut members, known_instructions)?
                 }
+                b"tool_choice" => skim::once(&mut tool_choice, &mut members, span)?,
                 _ => {}
             }
         }
@@ -103,6 +105,7 @@ impl<'a> ResponseEcho<'a> {
             echo: Echo {
                 tools: tools.flatten(),
                 instructions: instructions.flatten(),
+                tool_choice: tool_choice.flatten(),
             },
         };
         Some((echo, members.end()?))
@@ -151,6 +154,8 @@ pub struct Glance {
 pub struct Echo {
     tools: Option<Range<usize>>,
     instructions: Option<Range<usize>>,
+    /// An `allowed_tools` choice lists the expand tool too ([`crate::turn::expand::inject`]).
+    tool_choice: Option<Range<usize>>,
 }
 
 /// A member's value read as where it stands.
@@ -268,6 +273,16 @@ fn splices_cached(
             splices.push((range.clone(), restored));
         }
     }
+    if let Some(range) = &echo.tool_choice {
+        let raw = bytes.get(range.clone())?;
+        // Most choices are a string ("auto"): only an object naming the tool is read.
+        if raw.first() == Some(&b'{')
+            && memchr::memmem::find(raw, expand_tool.as_bytes()).is_some()
+            && let Some(choice) = strip_allowed(raw, expand_tool)
+        {
+            splices.push((range.clone(), choice));
+        }
+    }
     if splices.is_empty() {
         return None;
     }
@@ -342,6 +357,31 @@ fn strip_tool(array: &[u8], expand_tool: &str) -> Option<Vec<u8>> {
             Some(format!("[{}]", parts.join(",")).into_bytes())
         }
     }
+}
+
+/// An `allowed_tools` choice without the expand tool in its list, its other bytes kept; `None` for any other
+/// choice, or one whose list does not name the tool.
+fn strip_allowed(choice: &[u8], expand_tool: &str) -> Option<Vec<u8>> {
+    let (mut kind, mut tools) = (None, None);
+    let mut members = skim::members(choice, 0);
+    while let Some(member) = members.next() {
+        let member = member?;
+        match member.key()?.as_ref() {
+            b"type" => skim::once(&mut kind, &mut members, skim::string)?,
+            b"tools" => skim::once(&mut tools, &mut members, span)?,
+            _ => {}
+        }
+    }
+    if kind.flatten().as_deref() != Some("allowed_tools") {
+        return None;
+    }
+    let range = tools.flatten()?;
+    let stripped = strip_tool(choice.get(range.clone())?, expand_tool)?;
+    let mut out = Vec::with_capacity(choice.len());
+    out.extend_from_slice(choice.get(..range.start)?);
+    out.extend_from_slice(&stripped);
+    out.extend_from_slice(choice.get(range.end..)?);
+    Some(out)
 }
 
 /// The data of an SSE event whose `response` object echoes the expand tool or directive, with both taken out;

@@ -189,3 +189,53 @@ fn an_echo_that_only_begins_like_the_last_one_is_read_afresh() {
         assert_eq!(v["usage"], json!({"input_tokens":3}));
     }
 }
+
+/// An `allowed_tools` choice lists the expand tool for the model; the client gets its own list back, every other
+/// byte as the upstream wrote it. Other choices are not read.
+#[test]
+fn an_allowed_list_is_given_back_without_the_tool() {
+    let answer = |choice: Value| {
+        let tools = json!([{"type":"function","name":"shell"}, tool_definition()]);
+        serde_json::to_vec_pretty(&json!({"id":"resp_1","output":[],"tool_choice":choice,
+            "tools":tools,"usage":{"input_tokens":3}}))
+        .unwrap()
+    };
+    let sent =
+        json!({"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"shell"}]});
+    let mut offered = sent.clone();
+    offered["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type":"function","name":EXPAND_TOOL}));
+    let bytes = answer(offered);
+    let g = glance(&bytes, EXPAND_TOOL).unwrap();
+    let out = client_view(&bytes, &g, EXPAND_TOOL).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["tool_choice"], sent);
+    assert_eq!(v["tools"], json!([{"type":"function","name":"shell"}]));
+    let text = String::from_utf8(out).unwrap();
+    let before = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.starts_with(before.split("\"tool_choice\"").next().unwrap()));
+    // The same list in an SSE event's response, on the light path's splice.
+    let data = format!(
+        r#"{{"type":"response.created","sequence_number":0,"response":{}}}"#,
+        String::from_utf8(bytes.clone()).unwrap()
+    );
+    let at = data.find("\"response\":").unwrap() + "\"response\":".len();
+    let (echo, _) = ResponseEcho::read(data.as_bytes(), at).unwrap();
+    let stripped = strip_echo(data.as_bytes(), &echo, EXPAND_TOOL).unwrap();
+    let event: Value = serde_json::from_slice(&stripped).unwrap();
+    assert_eq!(event["response"]["tool_choice"], sent);
+    // A string choice, a named tool, a list without the tool: left as they are.
+    for choice in [
+        json!("auto"),
+        json!({"type":"function","name":"shell"}),
+        sent.clone(),
+    ] {
+        let bytes = answer(choice.clone());
+        let g = glance(&bytes, EXPAND_TOOL).unwrap();
+        let v: Value =
+            serde_json::from_slice(&client_view(&bytes, &g, EXPAND_TOOL).unwrap()).unwrap();
+        assert_eq!(v["tool_choice"], choice);
+    }
+}

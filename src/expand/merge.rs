@@ -165,15 +165,31 @@ pub fn final_response(
 /// whether anything was removed.
 pub fn strip_expand_tool(response: &mut Map<String, Value>, expand_tool: &str) -> bool {
     let directive = strip_directive(response);
-    let Some(Value::Array(tools)) = response.get_mut("tools") else {
-        return directive;
+    let choice = match response.get_mut("tool_choice") {
+        Some(Value::Object(choice))
+            if choice.get("type").and_then(Value::as_str) == Some("allowed_tools") =>
+        {
+            match choice.get_mut("tools") {
+                Some(Value::Array(allowed)) => drop_tool(allowed, expand_tool),
+                _ => false,
+            }
+        }
+        _ => false,
     };
+    let Some(Value::Array(tools)) = response.get_mut("tools") else {
+        return directive || choice;
+    };
+    drop_tool(tools, expand_tool) || directive || choice
+}
+
+/// Removes the expand tool's entries from a list of tools; whether there was one.
+fn drop_tool(tools: &mut Vec<Value>, expand_tool: &str) -> bool {
     let before = tools.len();
     tools.retain(|tool| {
         !(tool.get("type").and_then(Value::as_str) == Some("function")
             && tool.get("name").and_then(Value::as_str) == Some(expand_tool))
     });
-    tools.len() != before || directive
+    tools.len() != before
 }
 
 /// Takes the directive the proxy appended back out of the echoed `instructions` (to `null` when the client sent
@@ -349,6 +365,31 @@ mod tests {
             Some("id"),
             "key order kept"
         );
+    }
+
+    #[test]
+    fn an_allowed_list_loses_the_tool_and_other_choices_stay() {
+        let allowed = |extra: bool| {
+            let mut tools = vec![json!({"type": "function", "name": "shell"})];
+            if extra {
+                tools.push(json!({"type": "function", "name": TOOL}));
+            }
+            json!({"type": "allowed_tools", "mode": "auto", "tools": tools})
+        };
+        let object =
+            |v: Value| -> Map<String, Value> { serde_json::from_value(v).unwrap_or_default() };
+        let mut obj = object(json!({"tool_choice": allowed(true), "tools": []}));
+        assert!(strip_expand_tool(&mut obj, TOOL));
+        assert_eq!(obj["tool_choice"], allowed(false));
+        for choice in [
+            json!("auto"),
+            json!({"type": "function", "name": TOOL}),
+            allowed(false),
+        ] {
+            let mut obj = object(json!({"tool_choice": choice.clone()}));
+            assert!(!strip_expand_tool(&mut obj, TOOL));
+            assert_eq!(obj["tool_choice"], choice);
+        }
     }
 
     #[test]

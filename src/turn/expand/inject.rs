@@ -43,6 +43,7 @@ pub fn offer_tool(body: &mut RequestBody) -> bool {
     if !already && !body.append_encoded_to_array("tools", tool_bytes()) {
         return false;
     }
+    allow_in_tool_choice(body);
     match splice_directive(body.member_bytes("instructions").as_deref()) {
         DirectiveSplice::Keep => {}
         DirectiveSplice::Set(encoded) => body.set_encoded("instructions", encoded),
@@ -55,6 +56,29 @@ pub fn offer_tool(body: &mut RequestBody) -> bool {
         }
     }
     true
+}
+
+/// A client that lets the model pick only from a list (`tool_choice: {"type": "allowed_tools", "tools": […]}`)
+/// would leave the expand tool uncallable: it joins the list. The answer's echo of `tool_choice` is given back
+/// without it ([`crate::expand::echo`], [`crate::expand::merge::strip_expand_tool`]).
+fn allow_in_tool_choice(body: &mut RequestBody) {
+    let Some(Value::Object(mut choice)) = body.get("tool_choice") else {
+        return;
+    };
+    if choice.get("type").and_then(Value::as_str) != Some("allowed_tools") {
+        return;
+    }
+    let Some(Value::Array(tools)) = choice.get_mut("tools") else {
+        return;
+    };
+    if tools
+        .iter()
+        .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL))
+    {
+        return;
+    }
+    tools.push(serde_json::json!({"type": "function", "name": EXPAND_TOOL}));
+    body.set("tool_choice", Value::Object(choice));
 }
 
 /// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
