@@ -43,9 +43,10 @@ pub fn offered_from_head(body: &RequestBody, min_head_tokens: u64) -> bool {
     if min_head_tokens == 0 || body.get_str("previous_response_id").is_some() {
         return false;
     }
-    // Only where the model picks its tools itself. With `none` it may call none; with `required` and nothing to
-    // expand yet, the expand tool would be a decoy the model may pick to satisfy the rule; a named tool or a list of
-    // allowed ones leaves it uncallable. Such a turn gets the tool with its first marker.
+    // Only where the model picks its tools itself. With `none` it may call none; with `required` (or a list of
+    // allowed tools, which may require a call too) and nothing to expand yet, the expand tool would be a decoy the
+    // model may pick to satisfy the rule; a named tool leaves it uncallable. Such a turn gets the tool with its
+    // first marker.
     match body.get("tool_choice") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) if s == "auto" => {}
