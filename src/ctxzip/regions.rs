@@ -207,10 +207,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
             // caret under it: which line failed, as pytest's `>` line says. The same frame again (Jest's open
             // handles, a `test.each` failing at one `expect` for every row) is not kept again: the frames under it
             // say where it was reached from.
-            let caret = lines
-                .get(i + 1)
-                .filter(|next| is_caret_line(next.trim()))
-                .copied();
+            let caret = caret_under(lines, i, n);
             let frame_end = i + 1 + usize::from(caret.is_some());
             let flags = if code_frames_seen.insert((t, caret)) {
                 keep.get_mut(i..frame_end)
@@ -515,10 +512,7 @@ fn forget_code_frames_seen<'a>(
         if !is_code_frame_pointer(t) {
             continue;
         }
-        let caret = lines
-            .get(p + 1)
-            .filter(|next| block.contains(&(p + 1)) && is_caret_line(next.trim()))
-            .copied();
+        let caret = caret_under(lines, p, block.end);
         if seen.insert((t, caret)) {
             continue;
         }
@@ -538,6 +532,14 @@ fn forget_code_frames_seen<'a>(
             }
         }
     }
+}
+
+/// The caret line under a code frame's failing line at `p` (`         |      ^`), when one stands before `end`.
+fn caret_under<'a>(lines: &[&'a str], p: usize, end: usize) -> Option<&'a str> {
+    lines
+        .get(p + 1)
+        .filter(|next| p + 1 < end && is_caret_line(next.trim()))
+        .copied()
 }
 
 /// A source line of a code frame around its failing line: `      40 |   const cart = makeCart();`.

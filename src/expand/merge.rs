@@ -161,25 +161,30 @@ pub fn final_response(
     last
 }
 
-/// Removes the expand tool from a response object's echoed `tools`; returns
-/// whether anything was removed.
+/// Removes the expand tool from a response object's echoed `tools` (and `tool_choice`'s list of allowed tools), and
+/// the directive from its `instructions`; returns whether anything was removed.
 pub fn strip_expand_tool(response: &mut Map<String, Value>, expand_tool: &str) -> bool {
     let directive = strip_directive(response);
-    let choice = match response.get_mut("tool_choice") {
-        Some(Value::Object(choice))
-            if choice.get("type").and_then(Value::as_str) == Some("allowed_tools") =>
-        {
-            match choice.get_mut("tools") {
-                Some(Value::Array(allowed)) => drop_tool(allowed, expand_tool),
-                _ => false,
-            }
-        }
-        _ => false,
-    };
+    let choice = response
+        .get_mut("tool_choice")
+        .and_then(allowed_list)
+        .is_some_and(|allowed| drop_tool(allowed, expand_tool));
     let Some(Value::Array(tools)) = response.get_mut("tools") else {
         return directive || choice;
     };
     drop_tool(tools, expand_tool) || directive || choice
+}
+
+/// The list of a `tool_choice` that lets the model pick only from it (`{"type": "allowed_tools", "tools": […]}`).
+pub fn allowed_list(choice: &mut Value) -> Option<&mut Vec<Value>> {
+    let choice = choice.as_object_mut()?;
+    if choice.get("type").and_then(Value::as_str) != Some("allowed_tools") {
+        return None;
+    }
+    match choice.get_mut("tools") {
+        Some(Value::Array(tools)) => Some(tools),
+        _ => None,
+    }
 }
 
 /// Removes the expand tool's entries from a list of tools; whether there was one.

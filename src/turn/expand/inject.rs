@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::Expander;
 use crate::config::ExpandSettings;
-use crate::expand::eager;
 use crate::expand::tool::{
     DirectiveSplice, EXPAND_TOOL, append_directive, splice_directive, tool_bytes,
 };
+use crate::expand::{eager, merge};
 use crate::responses::RequestBody;
 use crate::turn::Turn;
 use crate::turn::stage::{Stage, StageError};
@@ -35,9 +35,7 @@ pub fn offer_from_head(settings: &ExpandSettings, body: &RequestBody) -> bool {
 /// `false`, with the body unchanged, when `tools` is there but not an array.
 pub fn offer_tool(body: &mut RequestBody) -> bool {
     let already = match body.get("tools") {
-        Some(Value::Array(tools)) => tools
-            .iter()
-            .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL)),
+        Some(Value::Array(tools)) => lists_expand_tool(&tools),
         _ => false,
     };
     if !already && !body.append_encoded_to_array("tools", tool_bytes()) {
@@ -62,23 +60,24 @@ pub fn offer_tool(body: &mut RequestBody) -> bool {
 /// would leave the expand tool uncallable: it joins the list. The answer's echo of `tool_choice` is given back
 /// without it ([`crate::expand::echo`], [`crate::expand::merge::strip_expand_tool`]).
 fn allow_in_tool_choice(body: &mut RequestBody) {
-    let Some(Value::Object(mut choice)) = body.get("tool_choice") else {
+    let Some(mut choice) = body.get("tool_choice") else {
         return;
     };
-    if choice.get("type").and_then(Value::as_str) != Some("allowed_tools") {
-        return;
-    }
-    let Some(Value::Array(tools)) = choice.get_mut("tools") else {
+    let Some(tools) = merge::allowed_list(&mut choice) else {
         return;
     };
-    if tools
-        .iter()
-        .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL))
-    {
+    if lists_expand_tool(tools) {
         return;
     }
     tools.push(serde_json::json!({"type": "function", "name": EXPAND_TOOL}));
-    body.set("tool_choice", Value::Object(choice));
+    body.set("tool_choice", choice);
+}
+
+/// Whether a list of tools (the request's, or a `tool_choice`'s allowed ones) names the expand tool already.
+fn lists_expand_tool(tools: &[Value]) -> bool {
+    tools
+        .iter()
+        .any(|t| t.get("name").and_then(Value::as_str) == Some(EXPAND_TOOL))
 }
 
 /// The inject stage's name (logs, the fault counter); follow-up rounds run every stage but this one.
