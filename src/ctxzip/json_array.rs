@@ -12,6 +12,7 @@ use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
 use super::jrows::{is_error_value, status_key, status_value};
 use super::jscan::{Member, Span, array_items};
+use super::json_delta::reduce_row;
 use super::json_object::compress_value;
 use super::relevance::MAX_ERROR_LINE_BYTES;
 use super::relevance::is_floor_line;
@@ -187,12 +188,28 @@ pub(crate) fn compress_container(
     local.add(unit, dropped.len());
     let mut first = true;
     let mut summary = summary;
+    // The first visible row of a list of objects is the one later shown rows are written against.
+    let reference = (!is_map && all_objects)
+        .then(|| marks.iter().position(|m| *m != Mark::Drop))
+        .flatten();
     for (i, e) in elems.iter().enumerate() {
+        let delta = match reference {
+            Some(r) if i > r && marks[i] == Mark::Show => {
+                reduce_row(text, e.value, elems[r].value, r, ctx)
+            }
+            _ => None,
+        };
         let piece = if marks[i] == Mark::Drop {
             match summary.take() {
                 Some(s) => s,
                 None => continue,
             }
+        } else if let Some((reduced, keys)) = delta {
+            local.add(Unit::Keys, keys);
+            format!(
+                "{}{reduced}",
+                text.get(e.whole.start..e.value.start).unwrap_or("")
+            )
         } else {
             // A protected row stays verbatim unless it is huge: then it is compressed like the others, whose
             // compressors keep its error lines and keep hits visible.
@@ -367,6 +384,54 @@ mod tests {
         )
         .unwrap_or_default();
         assert!(out.contains(&plain[9]), "{out}");
+    }
+
+    #[test]
+    fn later_shown_rows_of_alike_objects_show_what_differs_from_the_first() {
+        let row = |i: usize| {
+            format!(
+                "{{\"name\": \"pod-{i}\", \"spec\": {{\"image\": \"registry.example.com/team/service:1.4.2\", \
+                 \"restartPolicy\": \"Always\", \"dnsPolicy\": \"ClusterFirst\", \"schedulerName\": \
+                 \"default-scheduler\", \"serviceAccountName\": \"default\", \"nodeSelector\": {{\"pool\": \
+                 \"general-purpose-nodes\"}}, \"tolerations\": [{{\"key\": \"node.kubernetes.io/not-ready\", \
+                 \"operator\": \"Exists\", \"effect\": \"NoExecute\", \"tolerationSeconds\": 300}}, {{\"key\": \
+                 \"node.kubernetes.io/unreachable\", \"operator\": \"Exists\", \"effect\": \"NoExecute\", \
+                 \"tolerationSeconds\": 300}}]}}, \
+                 \"status\": {{\"phase\": \"Running\", \"podIP\": \"10.1.0.{i}\"}}}}"
+            )
+        };
+        let rows: Vec<String> = (0..3).map(row).collect();
+        assert!(rows[0].len() >= super::super::json_delta::MIN_ROW);
+        let t = format!("[\n  {}\n]", rows.join(",\n  "));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let arr = v.as_array().cloned().unwrap_or_default();
+        assert_eq!(arr.len(), 3, "{out}");
+        // The first row is whole; the others keep their name and address, and point back to it.
+        assert!(out.contains(&rows[0]), "{out}");
+        for (i, r) in arr.iter().enumerate().skip(1) {
+            assert_eq!(r["name"], format!("pod-{i}"), "{out}");
+            assert_eq!(r["status"]["podIP"], format!("10.1.0.{i}"), "{out}");
+            assert!(r.get("spec").is_none(), "{out}");
+            assert_eq!(r["_keys_not_shown_are_as_in_element"], 0, "{out}");
+        }
+        assert_eq!(find_markers(&out).len(), 2, "{out}");
+        // A row with an error line is protected: whole, even when it is like the first.
+        let failing: Vec<String> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let r = r.replace(", \"status\"", ",\n    \"status\"");
+                if i == 2 {
+                    r.replace("Running", "Failed")
+                } else {
+                    r
+                }
+            })
+            .collect();
+        let t = format!("[\n  {}\n]", failing.join(",\n  "));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        assert!(out.contains(&failing[2]), "{out}");
     }
 
     #[test]

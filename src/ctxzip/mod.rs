@@ -16,6 +16,7 @@ mod diff;
 mod jrows;
 mod jscan;
 mod json_array;
+mod json_delta;
 mod json_object;
 mod lines;
 mod logs;
