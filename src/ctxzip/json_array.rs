@@ -11,9 +11,10 @@
 use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
 use super::jrows::{is_error_value, status_key, status_value};
-use super::jscan::{Member, Span, array_items};
+use super::jscan::{Member, Span, array_items, scan_string};
 use super::json_delta::reduce_row;
 use super::json_object::compress_value;
+use super::json_seen::Step;
 use super::relevance::MAX_ERROR_LINE_BYTES;
 use super::relevance::is_floor_line;
 use super::{Ctx, Tally, Unit};
@@ -192,40 +193,38 @@ pub(crate) fn compress_container(
     let reference = (!is_map && all_objects)
         .then(|| marks.iter().position(|m| *m != Mark::Drop))
         .flatten();
+    let mut gap_before = false;
     for (i, e) in elems.iter().enumerate() {
-        let delta = match reference {
-            Some(r) if i > r && marks[i] == Mark::Show => {
-                reduce_row(text, e.value, elems[r].value, r, ctx)
-            }
-            _ => None,
-        };
-        let piece = if marks[i] == Mark::Drop {
-            match summary.take() {
-                Some(s) => s,
-                None => continue,
-            }
-        } else if let Some((reduced, keys)) = delta {
-            local.add(Unit::Keys, keys);
-            format!(
-                "{}{reduced}",
-                text.get(e.whole.start..e.value.start).unwrap_or("")
-            )
-        } else {
-            // A protected row stays verbatim unless it is huge: then it is compressed like the others, whose
-            // compressors keep its error lines and keep hits visible.
-            let recurse = match marks[i] {
-                Mark::Show => e.value.len() >= ROW_RECURSE_MIN,
-                _ => e.value.len() > MAX_ERROR_LINE_BYTES,
-            };
-            let recursed = recurse
-                .then(|| compress_value(text, e.value, ctx, depth + 1, &mut local))
-                .flatten();
-            match recursed {
-                Some(v) => format!(
-                    "{}{v}",
-                    text.get(e.whole.start..e.value.start).unwrap_or("")
-                ),
-                None => e.whole.of(text).to_string(),
+        gap_before |= i > 0 && marks[i - 1] == Mark::Drop;
+        if marks[i] == Mark::Drop && summary.is_none() {
+            continue;
+        }
+        let piece = match summary.take_if(|_| marks[i] == Mark::Drop) {
+            Some(s) => s,
+            None => {
+                let _step = ctx.seen.enter(match (is_map, gap_before) {
+                    (true, _) => scan_string(b, e.whole.start).map_or(Step::Unaddressable, |end| {
+                        Step::key(
+                            text,
+                            Span {
+                                start: e.whole.start,
+                                end,
+                            },
+                        )
+                    }),
+                    (false, false) => Step::Index(i),
+                    (false, true) => Step::Unaddressable,
+                });
+                let reference = reference.filter(|&r| i > r);
+                shown_row(
+                    text,
+                    e,
+                    marks[i],
+                    reference.map(|r| (r, elems[r])),
+                    ctx,
+                    depth,
+                    &mut local,
+                )
             }
         };
         if !first {
@@ -241,6 +240,48 @@ pub(crate) fn compress_container(
     }
     tally.merge(&local);
     Some(out)
+}
+
+/// A row that stays visible: a repeat of an object shown before as a reference to it, a row that copies most of
+/// the list's first (`first`: its index and element) as its differences from it, a large row compressed (a
+/// protected one only when huge), else the row as it is.
+fn shown_row(
+    text: &str,
+    e: &Elem,
+    mark: Mark,
+    first: Option<(usize, Elem)>,
+    ctx: &Ctx,
+    depth: usize,
+    local: &mut Tally,
+) -> String {
+    let prefix = text.get(e.whole.start..e.value.start).unwrap_or("");
+    let is_object = text.as_bytes().get(e.value.start) == Some(&b'{');
+    if mark == Mark::Show && is_object {
+        if let Some((reference, keys)) = ctx.seen.reference(text, e.value, ctx) {
+            local.add(Unit::Keys, keys);
+            return format!("{prefix}{reference}");
+        }
+        if let Some((reduced, keys)) =
+            first.and_then(|(r, row)| reduce_row(text, e.value, row.value, r, ctx))
+        {
+            local.add(Unit::Keys, keys);
+            return format!("{prefix}{reduced}");
+        }
+    }
+    let recurse = match mark {
+        Mark::Show => e.value.len() >= ROW_RECURSE_MIN,
+        _ => e.value.len() > MAX_ERROR_LINE_BYTES,
+    };
+    let recursed = recurse
+        .then(|| compress_value(text, e.value, ctx, depth + 1, local))
+        .flatten();
+    if is_object {
+        ctx.seen.shown(text, e.value);
+    }
+    match recursed {
+        Some(v) => format!("{prefix}{v}"),
+        None => e.whole.of(text).to_string(),
+    }
 }
 
 /// The member key of a map's summary: `_ctxzip`, unless the map already has that key.

@@ -9,6 +9,7 @@
 
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
+use super::json_seen::Step;
 use super::relevance::{has_floor_word, is_error_line, is_floor_line};
 use super::truncate::{shorten_armored, shorten_to};
 use super::{Ctx, Kind, Tally, Unit, compress_kind, detect};
@@ -117,9 +118,22 @@ fn compress_object(
             continue;
         }
         prev_end = m.value.end;
-        if m.value.len() < FIELD_MIN.min(STRING_MIN) {
+        let _step = ctx.seen.enter(Step::key(text, m.key));
+        let is_object = text.as_bytes().get(m.value.start) == Some(&b'{');
+        if is_object && let Some((reference, keys)) = ctx.seen.reference(text, m.value, ctx) {
+            out.push_str(text.get(copied_to..m.value.start)?);
+            out.push_str(&reference);
+            tally.add(Unit::Keys, keys);
+            copied_to = m.value.end;
             continue;
         }
+        if m.value.len() < FIELD_MIN.min(STRING_MIN) {
+            if is_object {
+                ctx.seen.shown(text, m.value);
+            }
+            continue;
+        }
+        let mark = ctx.seen.mark();
         let mut local = Tally::default();
         let inner = compress_value(text, m.value, ctx, depth + 1, &mut local);
         let left = inner.as_ref().map_or(m.value.len(), String::len);
@@ -127,11 +141,15 @@ fn compress_object(
             && left >= DEEP_BULK
             && let Some((n, unit)) = bulky(text, m.value, ctx)
         {
+            ctx.seen.forget_since(mark);
             out.push_str(text.get(copied_to..m.value.start)?);
             out.push_str(&serde_json::to_string(&ctx.marker(n, unit)).ok()?);
             tally.add(unit, n);
             copied_to = m.value.end;
             continue;
+        }
+        if is_object {
+            ctx.seen.shown(text, m.value);
         }
         if let Some(v) = inner {
             tally.merge(&local);
@@ -260,6 +278,50 @@ mod tests {
     fn run(t: &str) -> Option<String> {
         let ctx = Ctx::new("0123456789ab".into(), &Options::default());
         compress_document(t, &ctx, 0, &mut Tally::default())
+    }
+
+    #[test]
+    fn an_object_the_document_showed_before_is_a_reference_to_it() {
+        let user = serde_json::json!({"login": "octocat", "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==",
+            "gravatar_id": "", "url": "https://api.github.com/users/octocat",
+            "html_url": "https://github.com/octocat", "type": "User", "site_admin": false,
+            "bio": "There once was an octopus who lived in a repository full of forks.",
+            "company": "@github", "blog": "https://github.blog", "location": "San Francisco",
+            "public_repos": 8, "followers": 9000, "created_at": "2011-01-25T18:44:36Z"});
+        let doc = serde_json::json!({
+            "action": "opened",
+            "issue": {"number": 1, "title": "Spelling in the README", "user": user.clone(),
+                      "assignees": [user.clone()], "body": "It looks like 'commit' has two t's."},
+            "repository": {"full_name": "octocat/Hello-World", "owner": user.clone()},
+            "sender": user.clone(),
+        });
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        // The first copy stays whole; every later one points to it.
+        assert_eq!(v["issue"]["user"], user, "{out}");
+        for repeat in [
+            &v["issue"]["assignees"][0],
+            &v["repository"]["owner"],
+            &v["sender"],
+        ] {
+            assert_eq!(repeat["_same_as"], ".issue.user", "{out}");
+            assert_eq!(
+                repeat["_ctxzip"], "<<ctxzip:0123456789ab 15_keys_offloaded>>",
+                "{out}"
+            );
+        }
+        assert_eq!(find_markers(&out).len(), 3, "{out}");
+        // A repeated object with an error word is shown again where it stands.
+        let failing = serde_json::json!({"state": "failure", "description": "The build failed on step 3",
+            "target_url": "https://ci.example.com/builds/81234", "context": "ci/build", "id": 9912,
+            "creator": "release-bot", "created_at": "2024-03-01T10:00:00Z", "updated_at": "2024-03-01T10:04:12Z"});
+        let doc = serde_json::json!({"latest": failing.clone(), "required": failing.clone(),
+            "note": "x".repeat(600)});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or(text);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(v["required"], failing, "{out}");
     }
 
     #[test]

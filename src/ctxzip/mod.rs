@@ -18,6 +18,7 @@ mod jscan;
 mod json_array;
 mod json_delta;
 mod json_object;
+mod json_seen;
 mod lines;
 mod logs;
 pub mod marker;
@@ -322,6 +323,8 @@ pub(crate) struct Ctx {
     pub hash: String,
     pub matcher: Matcher,
     pub compress_code: bool,
+    /// The JSON objects this compression has shown so far, for repeats to point back to.
+    pub seen: json_seen::Seen,
 }
 
 impl Ctx {
@@ -330,6 +333,7 @@ impl Ctx {
             hash,
             matcher: Matcher::new(&opts.query, &opts.keep_patterns),
             compress_code: opts.compress_code,
+            seen: json_seen::Seen::default(),
         }
     }
 

@@ -1,0 +1,289 @@
+//! Objects a JSON document already showed: a repeat is written as a reference to the first.
+//!
+//! API answers nest the same object many times over: a GitHub issue event carries its author as the issue's
+//! `user`, again as its `assignee`, in `assignees`, as the milestone's `creator`, the repository's `owner` and the
+//! event's `sender`; a pull request's `head` and `base` carry the same repository. While the JSON compressors walk
+//! a document in order ([`super::json_object`], [`super::json_array`]), every object they leave visible is
+//! remembered with its path (`.issue.user`); a later object with the same content (compared without the whitespace
+//! between tokens, so indentation does not matter) becomes `{"_ctxzip": "<<ctxzip:HASH N_keys_offloaded>>",
+//! "_same_as": ".issue.user"}`. Only objects the model can still see are pointed to: what a container that ends up
+//! behind a marker registered while it was compressed is forgotten again. An object holding an error word, a keep
+//! pattern or a query hit is never replaced (the error floor shows each of its lines where it stands).
+
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap as FastMap;
+
+use super::jscan::{Span, object_members, plain_str};
+use super::relevance::has_floor_word;
+use super::{Ctx, Unit};
+
+/// Objects shorter than this (without whitespace) are shown again: the reference costs about 80 bytes.
+const MIN_OBJECT: usize = 200;
+/// The member naming where the first copy is.
+const SAME_AS_KEY: &str = "_same_as";
+/// The path step of an [`Step::Unaddressable`] element.
+const UNADDRESSABLE: &str = "[?]";
+
+/// One step of a path: a member's key or an element's index.
+pub(crate) enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+    /// An element after rows that went behind a marker: its index in the original is not one the model can count
+    /// to, so nothing in it is pointed to.
+    Unaddressable,
+}
+
+/// What one compression has shown so far, and where the walk is.
+#[derive(Default)]
+pub(crate) struct Seen {
+    /// Compact text of each object shown → its path.
+    objects: RefCell<FastMap<String, String>>,
+    /// The objects registered, in order, so a container that goes behind a marker can forget its own.
+    log: RefCell<Vec<String>>,
+    /// The path of the value being compressed, one step per container entered.
+    path: RefCell<Vec<String>>,
+}
+
+/// Leaves the step it was made for when dropped.
+pub(crate) struct Entered<'a>(&'a Seen);
+
+impl<'a> Step<'a> {
+    /// The step into the member whose key is at `key` (a JSON string): unaddressable when the key has escapes.
+    pub(crate) fn key(text: &'a str, key: Span) -> Step<'a> {
+        plain_str(text, key).map_or(Step::Unaddressable, Step::Key)
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.0.path.borrow_mut().pop();
+    }
+}
+
+impl Seen {
+    /// Enters a member or element: paths registered until the guard drops go through it.
+    pub(crate) fn enter(&self, step: Step<'_>) -> Entered<'_> {
+        let step = match step {
+            Step::Key(k) if is_identifier(k) => format!(".{k}"),
+            Step::Key(k) => format!(
+                "[{}]",
+                serde_json::to_string(k).unwrap_or_else(|_| "\"?\"".into())
+            ),
+            Step::Index(i) => format!("[{i}]"),
+            Step::Unaddressable => UNADDRESSABLE.into(),
+        };
+        self.path.borrow_mut().push(step);
+        Entered(self)
+    }
+
+    /// A point to forget back to ([`Seen::forget_since`]).
+    pub(crate) fn mark(&self) -> usize {
+        self.log.borrow().len()
+    }
+
+    /// Forgets the objects registered since `mark`: they went behind a marker with the container holding them.
+    pub(crate) fn forget_since(&self, mark: usize) {
+        let mut log = self.log.borrow_mut();
+        let mut objects = self.objects.borrow_mut();
+        for key in log.drain(mark..) {
+            objects.remove(&key);
+        }
+    }
+
+    /// Remembers the object at `span` (at the current path) as shown, unless an equal one was shown before.
+    pub(crate) fn shown(&self, text: &str, span: Span) {
+        let Some(key) = compact_object(span.of(text)) else {
+            return;
+        };
+        let mut objects = self.objects.borrow_mut();
+        if objects.contains_key(&key) {
+            return;
+        }
+        let path = self.path.borrow();
+        if path.iter().any(|s| s == UNADDRESSABLE) {
+            return;
+        }
+        let path = path.concat();
+        objects.insert(key.clone(), if path.is_empty() { ".".into() } else { path });
+        self.log.borrow_mut().push(key);
+    }
+
+    /// The reference that stands for the object at `span` when an equal object was shown before, else `None`.
+    pub(crate) fn reference(&self, text: &str, span: Span, ctx: &Ctx) -> Option<(String, usize)> {
+        let raw = span.of(text);
+        if has_floor_word(raw.as_bytes()) {
+            return None;
+        }
+        if !ctx.matcher.is_empty() {
+            let hits = ctx.matcher.scan(raw.as_bytes());
+            if hits.keep || hits.query != 0 {
+                return None;
+            }
+        }
+        let key = compact_object(raw)?;
+        let path = self.objects.borrow().get(&key)?.clone();
+        let keys = object_members(text.as_bytes(), span)?.len();
+        let marker = serde_json::to_string(&ctx.marker(keys, Unit::Keys)).ok()?;
+        let path = serde_json::to_string(&path).ok()?;
+        Some((
+            format!("{{\"_ctxzip\": {marker}, \"{SAME_AS_KEY}\": {path}}}"),
+            keys,
+        ))
+    }
+}
+
+fn is_identifier(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// An object's text without the whitespace between its tokens, when it is an object of at least [`MIN_OBJECT`]
+/// bytes so written.
+fn compact_object(raw: &str) -> Option<String> {
+    if !raw.starts_with('{') {
+        return None;
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in raw.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_ascii_whitespace() {
+            out.push(c);
+        }
+    }
+    (out.len() >= MIN_OBJECT).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Options;
+    use super::*;
+
+    fn span(t: &str, needle: &str, nth: usize) -> Span {
+        let start = t.match_indices(needle).nth(nth).map_or(0, |(i, _)| i);
+        let mut depth = 0;
+        let mut end = start;
+        for (i, c) in t[start..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = start + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Span { start, end }
+    }
+
+    const USER: &str = r#"{"login": "octocat", "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==", "avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4", "gravatar_id": "", "url": "https://api.github.com/users/octocat", "html_url": "https://github.com/octocat", "type": "User", "site_admin": false}"#;
+
+    #[test]
+    fn an_object_shown_before_is_referred_to_by_its_path_whatever_its_indentation() {
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let pretty = USER.replace(", ", ",\n      ");
+        let t = format!("{{\"issue\": {{\"user\": {USER}}}, \"sender\": {pretty}}}");
+        {
+            let _issue = ctx.seen.enter(Step::Key("issue"));
+            let _user = ctx.seen.enter(Step::Key("user"));
+            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        }
+        let (reference, keys) = ctx
+            .seen
+            .reference(&t, span(&t, "{\"login\"", 1), &ctx)
+            .unwrap_or_default();
+        assert_eq!(keys, 9);
+        assert_eq!(
+            reference,
+            "{\"_ctxzip\": \"<<ctxzip:0123456789ab 9_keys_offloaded>>\", \"_same_as\": \".issue.user\"}"
+        );
+    }
+
+    #[test]
+    fn what_went_behind_a_marker_small_objects_and_error_words_are_never_referred_to() {
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let t = format!("[{USER}, {USER}]");
+        let mark = ctx.seen.mark();
+        {
+            let _row = ctx.seen.enter(Step::Index(0));
+            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        }
+        ctx.seen.forget_since(mark);
+        assert!(
+            ctx.seen
+                .reference(&t, span(&t, "{\"login\"", 1), &ctx)
+                .is_none()
+        );
+        // Small objects.
+        let small = "[{\"a\": 1}, {\"a\": 1}]";
+        ctx.seen.shown(small, span(small, "{\"a\"", 0));
+        assert!(
+            ctx.seen
+                .reference(small, span(small, "{\"a\"", 1), &ctx)
+                .is_none()
+        );
+        // An error word.
+        let failing = USER.replace("User", "FailedUser");
+        let t = format!("[{failing}, {failing}]");
+        ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        assert!(
+            ctx.seen
+                .reference(&t, span(&t, "{\"login\"", 1), &ctx)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn nothing_under_an_unaddressable_element_is_pointed_to() {
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let t = format!("[{USER}, {USER}]");
+        {
+            let _row = ctx.seen.enter(Step::Unaddressable);
+            let _user = ctx.seen.enter(Step::Key("user"));
+            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        }
+        assert!(
+            ctx.seen
+                .reference(&t, span(&t, "{\"login\"", 1), &ctx)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn keys_that_are_not_identifiers_are_quoted_in_the_path() {
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let t = format!("[{USER}, {USER}]");
+        {
+            let _a = ctx.seen.enter(Step::Key("pull requests"));
+            let _b = ctx.seen.enter(Step::Index(3));
+            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        }
+        let (reference, _) = ctx
+            .seen
+            .reference(&t, span(&t, "{\"login\"", 1), &ctx)
+            .unwrap_or_default();
+        assert!(
+            reference.ends_with("\"_same_as\": \"[\\\"pull requests\\\"][3]\"}"),
+            "{reference}"
+        );
+    }
+}
