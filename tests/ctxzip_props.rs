@@ -180,8 +180,43 @@ fn row() -> impl Strategy<Value = Value> {
         .prop_map(|kv| Value::Object(kv.into_iter().collect()))
 }
 
+/// An API answer's shape: a list of records made from one template with a few members changed per row, each
+/// carrying some of a few shared objects (an author, a repository) that repeat across and within rows.
+fn alike_records() -> impl Strategy<Value = Value> {
+    let shared = prop::collection::vec(json_value(), 1..4);
+    let template = prop::collection::vec(("[a-z_]{1,8}", json_leaf()), 4..16);
+    let changes = prop::collection::vec(
+        prop::collection::vec((0usize..16, json_leaf(), 0usize..4, "[a-z_]{1,8}"), 0..4),
+        2..12,
+    );
+    (shared, template, changes).prop_map(|(shared, template, changes)| {
+        let rows: Vec<Value> = changes
+            .into_iter()
+            .map(|row_changes| {
+                let mut row: serde_json::Map<String, Value> = template.iter().cloned().collect();
+                for (at, leaf, object, key) in row_changes {
+                    if let Some((k, _)) = template.get(at % template.len()) {
+                        row.insert(k.clone(), leaf);
+                    }
+                    row.insert(key, shared[object % shared.len()].clone());
+                }
+                Value::Object(row)
+            })
+            .collect();
+        serde_json::json!({"total": rows.len(), "owner": shared[0].clone(), "items": rows})
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn alike_records_and_repeated_objects(v in alike_records(), opts in options()) {
+        let compact = serde_json::to_string(&v).unwrap_or_default();
+        let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
+        check(&compact, &opts)?;
+        check(&pretty, &opts)?;
+    }
 
     #[test]
     fn arbitrary_strings(s in any::<String>(), opts in options()) {
