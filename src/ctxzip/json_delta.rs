@@ -130,7 +130,7 @@ fn reduced_value(text: &str, mine: Span, theirs: Span, depth: usize) -> Option<(
                     None => pieces.push(item.of(text).to_string()),
                 }
             }
-            (left_out > 0).then(|| (render_array(text, mine, &items, &pieces), left_out))
+            (left_out > 0).then(|| (render_entries(text, mine, &items, &pieces), left_out))
         }
         _ => None,
     }
@@ -142,42 +142,38 @@ fn member_text(text: &str, m: &Member, value: &str) -> String {
     format!("{head}{value}")
 }
 
-/// The object at `span` with `pieces` as its members, in the original's layout: its whitespace after `{`, between
-/// members and before `}`.
+/// The object at `span` with `pieces` as its members, in the original's layout.
 fn render(text: &str, span: Span, members: &[Member], pieces: &[String]) -> String {
-    let (Some(first), Some(last)) = (members.first(), members.last()) else {
-        return "{}".to_string();
-    };
-    if pieces.is_empty() {
-        return "{}".to_string();
-    }
-    let open = text.get(span.start + 1..first.key.start).unwrap_or("");
-    let sep = match members.get(1) {
-        Some(second) => text.get(first.value.end..second.key.start).unwrap_or(", "),
-        None => ", ",
-    };
-    let close = text.get(last.value.end..span.end - 1).unwrap_or("");
-    let mut out = String::with_capacity(span.len() / 2);
-    out.push('{');
-    out.push_str(open);
-    out.push_str(&pieces.join(sep));
-    out.push_str(close);
-    out.push('}');
-    out
+    let entries: Vec<Span> = members
+        .iter()
+        .map(|m| Span {
+            start: m.key.start,
+            end: m.value.end,
+        })
+        .collect();
+    render_entries(text, span, &entries, pieces)
 }
 
-/// The array at `span` with `pieces` as its elements, in the original's layout.
-fn render_array(text: &str, span: Span, items: &[Span], pieces: &[String]) -> String {
-    let (Some(first), Some(last)) = (items.first(), items.last()) else {
-        return "[]".to_string();
+/// The container at `span` (an object or array whose members or elements are at `entries`) with `pieces` in their
+/// place: the original's whitespace after the opening bracket, between entries and before the closing one.
+fn render_entries(text: &str, span: Span, entries: &[Span], pieces: &[String]) -> String {
+    let (open, close) = match text.as_bytes().get(span.start) {
+        Some(b'[') => ('[', ']'),
+        _ => ('{', '}'),
     };
-    let open = text.get(span.start + 1..first.start).unwrap_or("");
-    let sep = match items.get(1) {
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return format!("{open}{close}");
+    };
+    if pieces.is_empty() {
+        return format!("{open}{close}");
+    }
+    let head = text.get(span.start + 1..first.start).unwrap_or("");
+    let sep = match entries.get(1) {
         Some(second) => text.get(first.end..second.start).unwrap_or(", "),
         None => ", ",
     };
-    let close = text.get(last.end..span.end - 1).unwrap_or("");
-    format!("[{open}{}{close}]", pieces.join(sep))
+    let tail = text.get(last.end..span.end - 1).unwrap_or("");
+    format!("{open}{head}{}{tail}{close}", pieces.join(sep))
 }
 
 #[cfg(test)]

@@ -195,6 +195,11 @@ mod tests {
         Span { start, end }
     }
 
+    /// The reference that stands for the second copy of `USER` in `t`, if any.
+    fn second_copy(ctx: &Ctx, t: &str) -> Option<(String, usize)> {
+        ctx.seen.reference(t, span(t, "{\"login\"", 1), ctx)
+    }
+
     const USER: &str = r#"{"login": "octocat", "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==", "avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4", "gravatar_id": "", "url": "https://api.github.com/users/octocat", "html_url": "https://github.com/octocat", "type": "User", "site_admin": false}"#;
 
     #[test]
@@ -207,10 +212,7 @@ mod tests {
             let _user = ctx.seen.enter(Step::Key("user"));
             ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
         }
-        let (reference, keys) = ctx
-            .seen
-            .reference(&t, span(&t, "{\"login\"", 1), &ctx)
-            .unwrap_or_default();
+        let (reference, keys) = second_copy(&ctx, &t).unwrap_or_default();
         assert_eq!(keys, 9);
         assert_eq!(
             reference,
@@ -228,11 +230,7 @@ mod tests {
             ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
         }
         ctx.seen.forget_since(mark);
-        assert!(
-            ctx.seen
-                .reference(&t, span(&t, "{\"login\"", 1), &ctx)
-                .is_none()
-        );
+        assert!(second_copy(&ctx, &t).is_none());
         // Small objects.
         let small = "[{\"a\": 1}, {\"a\": 1}]";
         ctx.seen.shown(small, span(small, "{\"a\"", 0));
@@ -245,11 +243,7 @@ mod tests {
         let failing = USER.replace("User", "FailedUser");
         let t = format!("[{failing}, {failing}]");
         ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
-        assert!(
-            ctx.seen
-                .reference(&t, span(&t, "{\"login\"", 1), &ctx)
-                .is_none()
-        );
+        assert!(second_copy(&ctx, &t).is_none());
     }
 
     #[test]
@@ -261,11 +255,7 @@ mod tests {
             let _user = ctx.seen.enter(Step::Key("user"));
             ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
         }
-        assert!(
-            ctx.seen
-                .reference(&t, span(&t, "{\"login\"", 1), &ctx)
-                .is_none()
-        );
+        assert!(second_copy(&ctx, &t).is_none());
     }
 
     #[test]
@@ -277,10 +267,7 @@ mod tests {
             let _b = ctx.seen.enter(Step::Index(3));
             ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
         }
-        let (reference, _) = ctx
-            .seen
-            .reference(&t, span(&t, "{\"login\"", 1), &ctx)
-            .unwrap_or_default();
+        let (reference, _) = second_copy(&ctx, &t).unwrap_or_default();
         assert!(
             reference.ends_with("\"_same_as\": \"[\\\"pull requests\\\"][3]\"}"),
             "{reference}"
