@@ -104,8 +104,12 @@ impl Seen {
         if path.iter().any(|s| s == UNADDRESSABLE) {
             return;
         }
-        let path = path.concat();
-        objects.insert(key.clone(), if path.is_empty() { ".".into() } else { path });
+        // jq's spelling: a path starts with a dot, also before an index or a quoted key.
+        let path = match path.concat() {
+            p if p.starts_with('.') => p,
+            p => format!(".{p}"),
+        };
+        objects.insert(key.clone(), path);
         self.log.borrow_mut().push(key);
     }
 
@@ -269,7 +273,7 @@ mod tests {
         }
         let (reference, _) = second_copy(&ctx, &t).unwrap_or_default();
         assert!(
-            reference.ends_with("\"_same_as\": \"[\\\"pull requests\\\"][3]\"}"),
+            reference.ends_with("\"_same_as\": \".[\\\"pull requests\\\"][3]\"}"),
             "{reference}"
         );
     }
