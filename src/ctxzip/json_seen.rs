@@ -7,8 +7,8 @@
 //! remembered with its path (`.issue.user`); a later object with the same content (compared without the whitespace
 //! between tokens, so indentation does not matter) becomes `{"_ctxzip": "<<ctxzip:HASH N_keys_offloaded>>",
 //! "_same_as": ".issue.user"}`. Only objects the model can still see are pointed to: what a container that ends up
-//! behind a marker registered while it was compressed is forgotten again. An object holding an error word, a keep
-//! pattern or a query hit is never replaced (the error floor shows each of its lines where it stands).
+//! behind a marker registered while it was compressed is forgotten again. An object holding an error word or a
+//! keep pattern is never replaced (the error floor, and the user's keep patterns, show it where it stands).
 
 use std::cell::RefCell;
 
@@ -119,11 +119,10 @@ impl Seen {
         if has_floor_word(raw.as_bytes()) {
             return None;
         }
-        if !ctx.matcher.is_empty() {
-            let hits = ctx.matcher.scan(raw.as_bytes());
-            if hits.keep || hits.query != 0 {
-                return None;
-            }
+        // A query hit does not hold a copy back: the first copy shows it. Commands name what they fetch (`gh api
+        // repos/octocat/hello`), so the repeated author or owner object is the one holding the query's words.
+        if !ctx.matcher.is_empty() && ctx.matcher.scan(raw.as_bytes()).keep {
+            return None;
         }
         let key = compact_object(raw)?;
         let path = self.objects.borrow().get(&key)?.clone();
@@ -246,6 +245,25 @@ mod tests {
         // An error word.
         let failing = USER.replace("User", "FailedUser");
         let t = format!("[{failing}, {failing}]");
+        ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        assert!(second_copy(&ctx, &t).is_none());
+    }
+
+    #[test]
+    fn a_query_naming_the_object_does_not_hold_its_copies_back_a_keep_pattern_does() {
+        let t = format!("[{USER}, {USER}]");
+        let query = Options {
+            query: vec!["octocat".into()],
+            ..Options::default()
+        };
+        let ctx = Ctx::new("0123456789ab".into(), &query);
+        ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        assert!(second_copy(&ctx, &t).is_some());
+        let keep = Options {
+            keep_patterns: vec!["octocat".into()],
+            ..Options::default()
+        };
+        let ctx = Ctx::new("0123456789ab".into(), &keep);
         ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
         assert!(second_copy(&ctx, &t).is_none());
     }
