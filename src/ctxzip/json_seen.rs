@@ -37,10 +37,11 @@ pub(crate) enum Step<'a> {
 /// What one compression has shown so far, and where the walk is.
 #[derive(Default)]
 pub(crate) struct Seen {
-    /// Compact text of each object shown → its path.
-    objects: RefCell<FastMap<String, String>>,
+    /// Each object shown, by the digest of its compact text (its length beside it) → its path. Digests, not the
+    /// texts: a document's objects nest, and their texts together would be several times its size.
+    objects: RefCell<FastMap<(u128, usize), String>>,
     /// The objects registered, in order, so a container that goes behind a marker can forget its own.
-    log: RefCell<Vec<String>>,
+    log: RefCell<Vec<(u128, usize)>>,
     /// The path of the value being compressed, one step per container entered.
     path: RefCell<Vec<String>>,
 }
@@ -109,7 +110,7 @@ impl Seen {
             p if p.starts_with('.') => p,
             p => format!(".{p}"),
         };
-        objects.insert(key.clone(), path);
+        objects.insert(key, path);
         self.log.borrow_mut().push(key);
     }
 
@@ -144,33 +145,33 @@ fn is_identifier(k: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// An object's text without the whitespace between its tokens, when it is an object of at least [`MIN_OBJECT`]
-/// bytes so written.
-fn compact_object(raw: &str) -> Option<String> {
+/// The digest and length of an object's text without the whitespace between its tokens, when it is an object of
+/// at least [`MIN_OBJECT`] bytes so written.
+fn compact_object(raw: &str) -> Option<(u128, usize)> {
     if !raw.starts_with('{') {
         return None;
     }
-    let mut out = String::with_capacity(raw.len());
+    let mut out = Vec::with_capacity(raw.len());
     let mut in_string = false;
     let mut escaped = false;
-    for c in raw.chars() {
+    for &c in raw.as_bytes() {
         if in_string {
             out.push(c);
             if escaped {
                 escaped = false;
-            } else if c == '\\' {
+            } else if c == b'\\' {
                 escaped = true;
-            } else if c == '"' {
+            } else if c == b'"' {
                 in_string = false;
             }
-        } else if c == '"' {
+        } else if c == b'"' {
             in_string = true;
             out.push(c);
         } else if !c.is_ascii_whitespace() {
             out.push(c);
         }
     }
-    (out.len() >= MIN_OBJECT).then_some(out)
+    (out.len() >= MIN_OBJECT).then(|| (xxhash_rust::xxh3::xxh3_128(&out), out.len()))
 }
 
 #[cfg(test)]
@@ -266,6 +267,21 @@ mod tests {
         let ctx = Ctx::new("0123456789ab".into(), &keep);
         ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
         assert!(second_copy(&ctx, &t).is_none());
+    }
+
+    #[test]
+    fn only_whitespace_between_tokens_is_ignored() {
+        let pad = "p".repeat(MIN_OBJECT);
+        let a = format!("{{\"a\": \"x y\", \"q\": \"say \\\" hi\", \"pad\": \"{pad}\"}}");
+        let b =
+            format!("{{\n  \"a\":\"x y\",\n  \"q\": \"say \\\" hi\",\n  \"pad\": \"{pad}\"\n}}");
+        let c = format!("{{\"a\": \"xy\", \"q\": \"say \\\" hi\", \"pad\": \"{pad}\"}}");
+        let d = format!("{{\"a\": \"x y\", \"q\": \"say \\\"hi\", \"pad\": \"{pad}\"}}");
+        assert!(compact_object(&a).is_some());
+        assert_eq!(compact_object(&a), compact_object(&b));
+        assert_ne!(compact_object(&a), compact_object(&c));
+        assert_ne!(compact_object(&a), compact_object(&d));
+        assert_eq!(compact_object("{\"a\": 1}"), None);
     }
 
     #[test]
