@@ -189,10 +189,10 @@ pub(crate) fn compress_container(
     local.add(unit, dropped.len());
     let mut first = true;
     let mut summary = summary;
-    // The first visible row of a list of objects is the one later shown rows are written against.
-    let reference = (!is_map && all_objects)
-        .then(|| marks.iter().position(|m| *m != Mark::Drop))
-        .flatten();
+    // The list's first row, always shown, is the one later shown rows are written against: the note names it by
+    // its index, which is the same in the original and in what the model sees only while nothing before it went.
+    let reference =
+        (!is_map && all_objects && marks.first().is_some_and(|m| *m != Mark::Drop)).then_some(0);
     let mut gap_before = false;
     for (i, e) in elems.iter().enumerate() {
         gap_before |= i > 0 && marks[i - 1] == Mark::Drop;
