@@ -260,6 +260,7 @@ fn compress_string(
         if nested_depth > MAX_NEST {
             return None;
         }
+        let _apart = ctx.seen.apart();
         compress_kind(&decoded, kind, ctx, nested_depth, tally)?
     } else if is_error_line(&decoded) || is_floor_line(&decoded) {
         return None;
@@ -322,6 +323,27 @@ mod tests {
         let out = run(&text).unwrap_or(text);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
         assert_eq!(v["required"], failing, "{out}");
+    }
+
+    #[test]
+    fn a_document_in_a_string_is_compressed_apart_from_the_one_around_it() {
+        let user = serde_json::json!({"login": "octocat", "id": 583231, "type": "User",
+            "url": "https://api.github.com/users/octocat", "html_url": "https://github.com/octocat",
+            "bio": "There once was an octopus who lived in a repository full of forks.",
+            "company": "@github", "location": "San Francisco", "created_at": "2011-01-25T18:44:36Z"});
+        let inner: Vec<serde_json::Value> = (0..40)
+            .map(|i| serde_json::json!({"n": i, "author": user.clone(), "body": format!("report {i}: {}", "the parser drops a token ".repeat(12))}))
+            .collect();
+        let inner = serde_json::to_string_pretty(&inner).unwrap_or_default();
+        let doc = serde_json::json!({"user": user.clone(), "payload": inner});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(v["user"], user, "{out}");
+        // The payload was compressed (rows dropped), but nothing in it points to the outer `.user`.
+        let payload = v["payload"].as_str().unwrap_or_default();
+        assert!(payload.contains("rows_offloaded"), "{payload}");
+        assert!(!payload.contains("_same_as"), "{payload}");
     }
 
     #[test]

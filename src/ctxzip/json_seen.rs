@@ -10,7 +10,7 @@
 //! behind a marker registered while it was compressed is forgotten again. An object holding an error word or a
 //! keep pattern is never replaced (the error floor, and the user's keep patterns, show it where it stands).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use rustc_hash::FxHashMap as FastMap;
 
@@ -44,6 +44,18 @@ pub(crate) struct Seen {
     log: RefCell<Vec<(u128, usize)>>,
     /// The path of the value being compressed, one step per container entered.
     path: RefCell<Vec<String>>,
+    /// Inside a document decoded from a string (a JSON log line, a payload in `"body"`): no path from the outer
+    /// document's root reaches into it, so nothing is registered or replaced there.
+    apart: Cell<usize>,
+}
+
+/// Ends [`Seen::apart`] when dropped.
+pub(crate) struct Apart<'a>(&'a Seen);
+
+impl Drop for Apart<'_> {
+    fn drop(&mut self) {
+        self.0.apart.set(self.0.apart.get().saturating_sub(1));
+    }
 }
 
 /// Leaves the step it was made for when dropped.
@@ -78,6 +90,12 @@ impl Seen {
         Entered(self)
     }
 
+    /// Compresses a document nested in a string apart from the one around it, until the guard drops.
+    pub(crate) fn apart(&self) -> Apart<'_> {
+        self.apart.set(self.apart.get() + 1);
+        Apart(self)
+    }
+
     /// A point to forget back to ([`Seen::forget_since`]).
     pub(crate) fn mark(&self) -> usize {
         self.log.borrow().len()
@@ -94,6 +112,9 @@ impl Seen {
 
     /// Remembers the object at `span` (at the current path) as shown, unless an equal one was shown before.
     pub(crate) fn shown(&self, text: &str, span: Span) {
+        if self.apart.get() > 0 {
+            return;
+        }
         let Some(key) = compact_object(span.of(text)) else {
             return;
         };
@@ -116,6 +137,9 @@ impl Seen {
 
     /// The reference that stands for the object at `span` when an equal object was shown before, else `None`.
     pub(crate) fn reference(&self, text: &str, span: Span, ctx: &Ctx) -> Option<(String, usize)> {
+        if self.apart.get() > 0 {
+            return None;
+        }
         let raw = span.of(text);
         if has_floor_word(raw.as_bytes()) {
             return None;
