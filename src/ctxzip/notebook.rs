@@ -9,6 +9,7 @@
 
 use super::jscan::{Member, Span, array_items, object_members, plain_str};
 use super::json_object::compress_value;
+use super::json_seen::Step;
 use super::{Ctx, Tally};
 
 /// Whether an object's members are a notebook's: an `nbformat` number and a `cells` array.
@@ -35,16 +36,20 @@ pub(crate) fn compress(
     let bytes = text.as_bytes();
     let mut replaced: Vec<(Span, String)> = Vec::new();
     for m in members {
+        // Every cell stays, so paths through them are ones the model can follow (a repeated output object may
+        // point back to `.cells[2].outputs[0]`).
+        let _member = ctx.seen.enter(Step::key(text, m.key));
         if plain_str(text, m.key) != Some("cells") {
             if let Some(v) = compress_value(text, m.value, ctx, depth + 1, tally) {
                 replaced.push((m.value, v));
             }
             continue;
         }
-        for cell in array_items(bytes, m.value)? {
+        for (i, cell) in array_items(bytes, m.value)?.into_iter().enumerate() {
             if bytes.get(cell.start) != Some(&b'{') {
                 continue;
             }
+            let _cell = ctx.seen.enter(Step::Index(i));
             for field in object_members(bytes, cell)? {
                 // The cell's code or text, its type, id and execution count stay as they are.
                 if !matches!(
@@ -53,6 +58,7 @@ pub(crate) fn compress(
                 ) {
                     continue;
                 }
+                let _field = ctx.seen.enter(Step::key(text, field.key));
                 // Three levels down: the cells array, the cell, its member.
                 if let Some(v) = compress_value(text, field.value, ctx, depth + 3, tally) {
                     replaced.push((field.value, v));
@@ -147,6 +153,33 @@ mod tests {
         }
         assert_eq!(kept["cells"].as_array().unwrap().len(), 30);
         assert!(out.contains("KeyError: 'col_c'"), "{out}");
+    }
+
+    #[test]
+    fn an_output_a_later_cell_repeats_points_to_its_cell() {
+        let table = json!({
+            "output_type": "execute_result",
+            "execution_count": 1,
+            "metadata": {},
+            "data": {"text/plain": (0..20).map(|r| format!("{r:>3}  alpha  {:.3}  beta\n", r as f64 / 7.0)).collect::<Vec<_>>()},
+        });
+        let cell = |i: usize| {
+            json!({"cell_type": "code", "execution_count": i + 1, "id": format!("c{i}"), "metadata": {},
+                   "outputs": [table.clone()], "source": ["df.head(20)\n"]})
+        };
+        let text = serde_json::to_string_pretty(&json!({
+            "cells": [cell(0), cell(1)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        }))
+        .unwrap();
+        let span = top_value(&text).unwrap();
+        let members = object_members(text.as_bytes(), span).unwrap();
+        let ctx = Ctx::new("0123456789ab".into(), &crate::ctxzip::Options::default());
+        let out = compress(&text, span, &members, &ctx, 0, &mut Tally::default()).unwrap();
+        let kept: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            kept["cells"][1]["outputs"][0]["_same_as"], ".cells[0].outputs[0]",
+            "{out}"
+        );
     }
 
     #[test]
