@@ -438,6 +438,18 @@ fn select(
             other[i] = true;
         }
     }
+    // A `git log`'s subject or message line says which commit it belongs to only with that commit's
+    // `commit <hash>` line, the name `git show` and `git revert` need.
+    for (i, header) in commit_headers(recs).into_iter().enumerate() {
+        if let Some(h) = header
+            && keep[i]
+            && !keep[h]
+        {
+            keep[h] = true;
+            other[h] = true;
+            other[i] = true;
+        }
+    }
     let floor_only: Vec<bool> = (0..n).map(|i| keep[i] && !other[i]).collect();
     // Lines the render may gather behind a marker do not end a gap.
     let open = |keep: &[bool], i: usize| !keep[i] || (p.gather_floor && floor_only[i]);
@@ -536,6 +548,38 @@ fn group_headers(recs: &[Rec<'_>]) -> Vec<Option<usize>> {
             None
         })
         .collect()
+}
+
+/// Commits a `git log` must show before its lines are taken for records of commits.
+const MIN_COMMITS: usize = 3;
+
+/// For each line of a `git log` (full or `--stat` form), the `commit <hash>` line of the commit it belongs to;
+/// all `None` when the output has fewer than [`MIN_COMMITS`] such lines.
+fn commit_headers(recs: &[Rec<'_>]) -> Vec<Option<usize>> {
+    if recs.iter().filter(|r| is_commit_line(r.text)).count() < MIN_COMMITS {
+        return vec![None; recs.len()];
+    }
+    let mut current = None;
+    recs.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if is_commit_line(r.text) {
+                current = Some(i);
+                return None;
+            }
+            current
+        })
+        .collect()
+}
+
+/// `commit ` and a full SHA-1 or SHA-256 object name, then nothing or a decoration (`(HEAD -> main)`, `(from …)`).
+fn is_commit_line(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("commit ") else {
+        return false;
+    };
+    let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+    let after = rest[hex..].trim_end_matches('\r');
+    matches!(hex, 40 | 64) && (after.is_empty() || after.starts_with(" ("))
 }
 
 /// Whether an unindented line is a path alone (a group header of [`group_headers`]).

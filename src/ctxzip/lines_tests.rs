@@ -476,3 +476,37 @@ fn a_run_of_lines_saying_one_thing_keeps_its_first_and_last_few() {
     assert_eq!(lead_word("Compiling serde v1.0"), Some("Compiling"));
     assert_eq!(lead_word("Downloading: 10%"), Some("Downloading:"));
 }
+
+#[test]
+fn a_kept_line_of_a_git_log_keeps_its_commit_line() {
+    let mut text = String::new();
+    for i in 0..60 {
+        let subject = if i == 37 {
+            "parser: the tokenizer keeps trailing whitespace".to_string()
+        } else {
+            format!("docs: section {i} reworded")
+        };
+        text.push_str(&format!(
+            "commit {i:040x}\nAuthor: Dev <dev@example.com>\nDate:   Mon Mar {} 10:00:00 2025 +0000\n\n    {subject}\n\n",
+            1 + i % 28
+        ));
+    }
+    // The subject is kept for the query alone (no context, unlike an error line).
+    let out = compress(&text, &ctx(&["tokenizer"], &[]), &mut Tally::default()).unwrap_or_default();
+    let lines: Vec<&str> = out.lines().collect();
+    let subject = lines
+        .iter()
+        .position(|l| l.contains("the tokenizer keeps"))
+        .unwrap_or(0);
+    assert!(subject > 0, "{out}");
+    // The commit line stands above its subject (its author and date too: three short lines cost less than the
+    // marker that would stand for them).
+    let header = format!("commit {:040x}", 37);
+    let above = &lines[subject.saturating_sub(4)..subject];
+    assert!(above.contains(&header.as_str()), "{out}");
+    // Not a git log: a line that only starts like one changes nothing.
+    assert!(!is_commit_line("commit 1234 is the one"));
+    assert!(is_commit_line(&format!(
+        "{header} (HEAD -> main, origin/main)"
+    )));
+}
