@@ -14,7 +14,7 @@ use super::jrows::{is_error_value, status_key, status_value};
 use super::jscan::{Member, Span, array_items, scan_string};
 use super::json_delta::reduce_row;
 use super::json_object::compress_value;
-use super::json_seen::Step;
+use super::json_seen::{Look, Step};
 use super::relevance::MAX_ERROR_LINE_BYTES;
 use super::relevance::is_floor_line;
 use super::{Ctx, Tally, Unit};
@@ -256,11 +256,15 @@ fn shown_row(
 ) -> String {
     let prefix = text.get(e.whole.start..e.value.start).unwrap_or("");
     let is_object = text.as_bytes().get(e.value.start) == Some(&b'{');
-    if mark == Mark::Show && is_object {
-        if let Some((reference, keys)) = ctx.seen.reference(text, e.value, ctx) {
+    let sighting = match is_object.then(|| ctx.seen.look(text, e.value, ctx)) {
+        Some(Look::Repeat(reference, keys)) if mark == Mark::Show => {
             local.add(Unit::Keys, keys);
             return format!("{prefix}{reference}");
         }
+        Some(Look::First(sighting)) => Some(sighting),
+        _ => None,
+    };
+    if mark == Mark::Show && is_object {
         if let Some((reduced, keys)) =
             first.and_then(|(r, row)| reduce_row(text, e.value, row.value, r, ctx))
         {
@@ -275,8 +279,8 @@ fn shown_row(
     let recursed = recurse
         .then(|| compress_value(text, e.value, ctx, depth + 1, local))
         .flatten();
-    if is_object {
-        ctx.seen.shown(text, e.value);
+    if let Some(sighting) = sighting {
+        ctx.seen.shown(sighting);
     }
     match recursed {
         Some(v) => format!("{prefix}{v}"),

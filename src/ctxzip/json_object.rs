@@ -9,7 +9,7 @@
 
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
-use super::json_seen::Step;
+use super::json_seen::{Look, Step};
 use super::relevance::{has_floor_word, is_error_line, is_floor_line};
 use super::truncate::{shorten_armored, shorten_to};
 use super::{Ctx, Kind, Tally, Unit, compress_kind, detect};
@@ -119,17 +119,22 @@ fn compress_object(
         }
         prev_end = m.value.end;
         let _step = ctx.seen.enter(Step::key(text, m.key));
-        let is_object = text.as_bytes().get(m.value.start) == Some(&b'{');
-        if is_object && let Some((reference, keys)) = ctx.seen.reference(text, m.value, ctx) {
-            out.push_str(text.get(copied_to..m.value.start)?);
-            out.push_str(&reference);
-            tally.add(Unit::Keys, keys);
-            copied_to = m.value.end;
-            continue;
-        }
+        let sighting = match text.as_bytes().get(m.value.start) {
+            Some(b'{') => match ctx.seen.look(text, m.value, ctx) {
+                Look::Repeat(reference, keys) => {
+                    out.push_str(text.get(copied_to..m.value.start)?);
+                    out.push_str(&reference);
+                    tally.add(Unit::Keys, keys);
+                    copied_to = m.value.end;
+                    continue;
+                }
+                Look::First(sighting) => Some(sighting),
+            },
+            _ => None,
+        };
         if m.value.len() < FIELD_MIN.min(STRING_MIN) {
-            if is_object {
-                ctx.seen.shown(text, m.value);
+            if let Some(sighting) = sighting {
+                ctx.seen.shown(sighting);
             }
             continue;
         }
@@ -148,8 +153,8 @@ fn compress_object(
             copied_to = m.value.end;
             continue;
         }
-        if is_object {
-            ctx.seen.shown(text, m.value);
+        if let Some(sighting) = sighting {
+            ctx.seen.shown(sighting);
         }
         if let Some(v) = inner {
             tally.merge(&local);

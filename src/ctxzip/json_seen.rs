@@ -110,12 +110,39 @@ impl Seen {
         }
     }
 
-    /// Remembers the object at `span` (at the current path) as shown, unless an equal one was shown before.
-    pub(crate) fn shown(&self, text: &str, span: Span) {
+    /// Whether the object at `span` repeats one shown before: then the reference that stands for it. Otherwise
+    /// what [`Seen::shown`] needs to remember it once it is shown (its compact text is digested here, once).
+    pub(crate) fn look(&self, text: &str, span: Span, ctx: &Ctx) -> Look {
         if self.apart.get() > 0 {
-            return;
+            return Look::First(Sighting(None));
         }
-        let Some(key) = compact_object(span.of(text)) else {
+        let raw = span.of(text);
+        let key = compact_object(raw);
+        let repeat = key.and_then(|key| {
+            // An error word stays where it stands (the floor); so does a keep-pattern hit. A query hit does not
+            // hold a copy back: the first copy shows it, and commands name what they fetch (`gh api
+            // repos/octocat/hello`), so the repeated author or owner object is the one holding the query's words.
+            if has_floor_word(raw.as_bytes())
+                || (!ctx.matcher.is_empty() && ctx.matcher.scan(raw.as_bytes()).keep)
+            {
+                return None;
+            }
+            let path = self.objects.borrow().get(&key)?.clone();
+            let keys = object_members(text.as_bytes(), span)?.len();
+            let marker = serde_json::to_string(&ctx.marker(keys, Unit::Keys)).ok()?;
+            let path = serde_json::to_string(&path).ok()?;
+            Some(Look::Repeat(
+                format!("{{\"_ctxzip\": {marker}, \"{SAME_AS_KEY}\": {path}}}"),
+                keys,
+            ))
+        });
+        repeat.unwrap_or(Look::First(Sighting(key)))
+    }
+
+    /// Remembers an object [`Seen::look`] found new as shown at the current path, unless an equal one was shown
+    /// before.
+    pub(crate) fn shown(&self, sighting: Sighting) {
+        let Sighting(Some(key)) = sighting else {
             return;
         };
         let mut objects = self.objects.borrow_mut();
@@ -134,32 +161,18 @@ impl Seen {
         objects.insert(key, path);
         self.log.borrow_mut().push(key);
     }
-
-    /// The reference that stands for the object at `span` when an equal object was shown before, else `None`.
-    pub(crate) fn reference(&self, text: &str, span: Span, ctx: &Ctx) -> Option<(String, usize)> {
-        if self.apart.get() > 0 {
-            return None;
-        }
-        let raw = span.of(text);
-        if has_floor_word(raw.as_bytes()) {
-            return None;
-        }
-        // A query hit does not hold a copy back: the first copy shows it. Commands name what they fetch (`gh api
-        // repos/octocat/hello`), so the repeated author or owner object is the one holding the query's words.
-        if !ctx.matcher.is_empty() && ctx.matcher.scan(raw.as_bytes()).keep {
-            return None;
-        }
-        let key = compact_object(raw)?;
-        let path = self.objects.borrow().get(&key)?.clone();
-        let keys = object_members(text.as_bytes(), span)?.len();
-        let marker = serde_json::to_string(&ctx.marker(keys, Unit::Keys)).ok()?;
-        let path = serde_json::to_string(&path).ok()?;
-        Some((
-            format!("{{\"_ctxzip\": {marker}, \"{SAME_AS_KEY}\": {path}}}"),
-            keys,
-        ))
-    }
 }
+
+/// What [`Seen::look`] found.
+pub(crate) enum Look {
+    /// An equal object was shown before: the reference that stands for this one, and its number of keys.
+    Repeat(String, usize),
+    /// Not a repeat: for [`Seen::shown`] once it is shown.
+    First(Sighting),
+}
+
+/// An object's compact-text digest and length, when it is one that may be pointed to later.
+pub(crate) struct Sighting(Option<(u128, usize)>);
 
 fn is_identifier(k: &str) -> bool {
     let mut chars = k.chars();
@@ -225,7 +238,17 @@ mod tests {
 
     /// The reference that stands for the second copy of `USER` in `t`, if any.
     fn second_copy(ctx: &Ctx, t: &str) -> Option<(String, usize)> {
-        ctx.seen.reference(t, span(t, "{\"login\"", 1), ctx)
+        match ctx.seen.look(t, span(t, "{\"login\"", 1), ctx) {
+            Look::Repeat(reference, keys) => Some((reference, keys)),
+            Look::First(_) => None,
+        }
+    }
+
+    /// Shows the object at `at` (as the compressors do for one they leave visible).
+    fn show(ctx: &Ctx, t: &str, at: Span) {
+        if let Look::First(sighting) = ctx.seen.look(t, at, ctx) {
+            ctx.seen.shown(sighting);
+        }
     }
 
     const USER: &str = r#"{"login": "octocat", "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==", "avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4", "gravatar_id": "", "url": "https://api.github.com/users/octocat", "html_url": "https://github.com/octocat", "type": "User", "site_admin": false}"#;
@@ -238,7 +261,7 @@ mod tests {
         {
             let _issue = ctx.seen.enter(Step::Key("issue"));
             let _user = ctx.seen.enter(Step::Key("user"));
-            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+            show(&ctx, &t, span(&t, "{\"login\"", 0));
         }
         let (reference, keys) = second_copy(&ctx, &t).unwrap_or_default();
         assert_eq!(keys, 9);
@@ -255,22 +278,21 @@ mod tests {
         let mark = ctx.seen.mark();
         {
             let _row = ctx.seen.enter(Step::Index(0));
-            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+            show(&ctx, &t, span(&t, "{\"login\"", 0));
         }
         ctx.seen.forget_since(mark);
         assert!(second_copy(&ctx, &t).is_none());
         // Small objects.
         let small = "[{\"a\": 1}, {\"a\": 1}]";
-        ctx.seen.shown(small, span(small, "{\"a\"", 0));
-        assert!(
-            ctx.seen
-                .reference(small, span(small, "{\"a\"", 1), &ctx)
-                .is_none()
-        );
+        show(&ctx, small, span(small, "{\"a\"", 0));
+        assert!(matches!(
+            ctx.seen.look(small, span(small, "{\"a\"", 1), &ctx),
+            Look::First(_)
+        ));
         // An error word.
         let failing = USER.replace("User", "FailedUser");
         let t = format!("[{failing}, {failing}]");
-        ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        show(&ctx, &t, span(&t, "{\"login\"", 0));
         assert!(second_copy(&ctx, &t).is_none());
     }
 
@@ -282,14 +304,14 @@ mod tests {
             ..Options::default()
         };
         let ctx = Ctx::new("0123456789ab".into(), &query);
-        ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        show(&ctx, &t, span(&t, "{\"login\"", 0));
         assert!(second_copy(&ctx, &t).is_some());
         let keep = Options {
             keep_patterns: vec!["octocat".into()],
             ..Options::default()
         };
         let ctx = Ctx::new("0123456789ab".into(), &keep);
-        ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+        show(&ctx, &t, span(&t, "{\"login\"", 0));
         assert!(second_copy(&ctx, &t).is_none());
     }
 
@@ -315,7 +337,7 @@ mod tests {
         {
             let _row = ctx.seen.enter(Step::Unaddressable);
             let _user = ctx.seen.enter(Step::Key("user"));
-            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+            show(&ctx, &t, span(&t, "{\"login\"", 0));
         }
         assert!(second_copy(&ctx, &t).is_none());
     }
@@ -327,7 +349,7 @@ mod tests {
         {
             let _a = ctx.seen.enter(Step::Key("pull requests"));
             let _b = ctx.seen.enter(Step::Index(3));
-            ctx.seen.shown(&t, span(&t, "{\"login\"", 0));
+            show(&ctx, &t, span(&t, "{\"login\"", 0));
         }
         let (reference, _) = second_copy(&ctx, &t).unwrap_or_default();
         assert!(

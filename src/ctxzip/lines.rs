@@ -556,20 +556,23 @@ const MIN_COMMITS: usize = 3;
 /// For each line of a `git log` (full or `--stat` form), the `commit <hash>` line of the commit it belongs to;
 /// all `None` when the output has fewer than [`MIN_COMMITS`] such lines.
 fn commit_headers(recs: &[Rec<'_>]) -> Vec<Option<usize>> {
-    if recs.iter().filter(|r| is_commit_line(r.text)).count() < MIN_COMMITS {
-        return vec![None; recs.len()];
-    }
-    let mut current = None;
-    recs.iter()
+    let (mut current, mut commits) = (None, 0);
+    let headers: Vec<Option<usize>> = recs
+        .iter()
         .enumerate()
         .map(|(i, r)| {
             if is_commit_line(r.text) {
                 current = Some(i);
+                commits += 1;
                 return None;
             }
             current
         })
-        .collect()
+        .collect();
+    if commits < MIN_COMMITS {
+        return vec![None; recs.len()];
+    }
+    headers
 }
 
 /// `commit ` and a full SHA-1 or SHA-256 object name, then nothing or a decoration (`(HEAD -> main)`, `(from …)`).
