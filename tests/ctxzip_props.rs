@@ -203,7 +203,13 @@ fn alike_records() -> impl Strategy<Value = Value> {
                 Value::Object(row)
             })
             .collect();
-        serde_json::json!({"total": rows.len(), "owner": shared[0].clone(), "items": rows})
+        // The same rows as a list and as a map keyed by data (a registry's versions), small or large.
+        let by_name: serde_json::Map<String, Value> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("1.{i}.0"), r.clone()))
+            .collect();
+        serde_json::json!({"total": rows.len(), "owner": shared[0].clone(), "items": rows, "versions": by_name})
     })
 }
 

@@ -12,7 +12,7 @@ use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
 use super::jrows::{is_error_value, status_key, status_value};
 use super::jscan::{Member, Span, array_items, scan_string};
-use super::json_delta::reduce_row;
+use super::json_delta::{Reference, reduce_row};
 use super::json_object::compress_value;
 use super::json_seen::{Look, Step};
 use super::relevance::MAX_ERROR_LINE_BYTES;
@@ -189,10 +189,19 @@ pub(crate) fn compress_container(
     local.add(unit, dropped.len());
     let mut first = true;
     let mut summary = summary;
-    // The list's first row, always shown, is the one later shown rows are written against: the note names it by
-    // its index, which is the same in the original and in what the model sees only while nothing before it went.
-    let reference =
-        (!is_map && all_objects && marks.first().is_some_and(|m| *m != Mark::Drop)).then_some(0);
+    // The first row, when shown, is the one later shown rows are written against. The note names a list's by its
+    // index, which is the same in the original and in what the model sees only while nothing before it went; a
+    // map's by its key.
+    let reference = if all_objects && marks.first().is_some_and(|m| *m != Mark::Drop) {
+        match is_map {
+            false => Some((Reference::Element(0), elems[0])),
+            true => scan_string(b, elems[0].whole.start)
+                .and_then(|end| text.get(elems[0].whole.start..end))
+                .map(|key| (Reference::Member(key), elems[0])),
+        }
+    } else {
+        None
+    };
     let mut gap_before = false;
     for (i, e) in elems.iter().enumerate() {
         gap_before |= i > 0 && marks[i - 1] == Mark::Drop;
@@ -215,12 +224,11 @@ pub(crate) fn compress_container(
                     (false, false) => Step::Index(i),
                     (false, true) => Step::Unaddressable,
                 });
-                let reference = reference.filter(|&r| i > r);
                 shown_row(
                     text,
                     e,
                     marks[i],
-                    reference.map(|r| (r, elems[r])),
+                    reference.filter(|_| i > 0),
                     ctx,
                     depth,
                     &mut local,
@@ -243,13 +251,13 @@ pub(crate) fn compress_container(
 }
 
 /// A row that stays visible: a repeat of an object shown before as a reference to it, a row that copies most of
-/// the list's first (`first`: its index and element) as its differences from it, a large row compressed (a
-/// protected one only when huge), else the row as it is.
+/// the container's first (`first`: how the note names it, and its element) as its differences from it, a large
+/// row compressed (a protected one only when huge), else the row as it is.
 fn shown_row(
     text: &str,
     e: &Elem,
     mark: Mark,
-    first: Option<(usize, Elem)>,
+    first: Option<(Reference<'_>, Elem)>,
     ctx: &Ctx,
     depth: usize,
     local: &mut Tally,

@@ -1,4 +1,4 @@
-//! A shown JSON row written as its differences from the list's first row.
+//! A shown JSON row written as its differences from the list's first row (or a map's first member).
 //!
 //! API lists repeat most of every object: the pods of `kubectl get pods -o json` share their spec and status and
 //! differ in a name, a uid and a few timestamps; the rows of a GitHub list carry the same user, repository and
@@ -6,6 +6,9 @@
 //! the first is therefore mostly a copy of it. Such a row is shown with only the members whose values differ from
 //! the first row's (members that are objects on both sides are reduced the same way, key by key), plus one note
 //! at its top: the marker (the original row is one expansion away) and the index of the row it is compared with.
+//! Objects keyed by data rather than field names hold their records the same way (a package registry's
+//! `versions`, `npm outdated --json`, `npm ls --json`'s `dependencies`): their later members are written against
+//! the first member, named by its key.
 //! Values are compared as their raw text, so only byte-identical members are left out, and the result is still
 //! valid JSON. Rows that hold an error word or a keep pattern are protected before this and stay whole.
 
@@ -15,21 +18,32 @@ use super::{Ctx, Unit};
 /// Rows shorter than this are shown whole: the note (about 70 bytes) would eat most of what is left out.
 pub(crate) const MIN_ROW: usize = 512;
 /// A reduced row must leave out at least this many bytes…
-const MIN_LEFT_OUT: usize = 256;
+const MIN_LEFT_OUT: usize = 128;
 /// …and at least this share (percent) of the row, or the row is shown whole (or compressed as before).
 const MIN_LEFT_OUT_PERCENT: usize = 25;
 /// Objects nested deeper than this inside the row are compared whole.
 const MAX_DEPTH: usize = 8;
-/// The note member naming the row the left-out keys are the same as.
-const SAME_AS_KEY: &str = "\"_keys_not_shown_are_as_in_element\"";
+/// The note member naming the list element the left-out keys are the same as.
+const SAME_AS_ELEMENT: &str = "\"_keys_not_shown_are_as_in_element\"";
+/// The note member naming the map member the left-out keys are the same as.
+const SAME_AS_MEMBER: &str = "\"_keys_not_shown_are_as_in_member\"";
 
-/// The row at `row` (an object) written as its differences from the row at `reference` (the list's element
-/// `reference_index`), with the number of keys left out; `None` when too little of it would be left out.
+/// The row a reduced row is written against, as its note names it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reference<'a> {
+    /// A list's element, by its index.
+    Element(usize),
+    /// An object's member, by its key: the key's JSON text as the original writes it, quotes included.
+    Member(&'a str),
+}
+
+/// The row at `row` (an object) written as its differences from the row at `reference` (named by `name`), with
+/// the number of keys left out; `None` when too little of it would be left out.
 pub(crate) fn reduce_row(
     text: &str,
     row: Span,
     reference: Span,
-    reference_index: usize,
+    name: Reference<'_>,
     ctx: &Ctx,
 ) -> Option<(String, usize)> {
     if row.len() < MIN_ROW {
@@ -38,17 +52,18 @@ pub(crate) fn reduce_row(
     let b = text.as_bytes();
     let members = object_members(b, row)?;
     // A row that already has a member of ctxzip's own would read ambiguously.
-    if members
-        .iter()
-        .any(|m| m.key.of(text).starts_with("\"_ctxzip") || m.key.of(text) == SAME_AS_KEY)
-    {
+    if members.iter().any(|m| {
+        let key = m.key.of(text);
+        key.starts_with("\"_ctxzip") || key == SAME_AS_ELEMENT || key == SAME_AS_MEMBER
+    }) {
         return None;
     }
     let (body, left_out) = reduced_members(text, &members, reference, 0)?;
-    let note = format!(
-        "\"_ctxzip\": {}, {SAME_AS_KEY}: {reference_index}",
-        serde_json::to_string(&ctx.marker(left_out, Unit::Keys)).ok()?
-    );
+    let marker = serde_json::to_string(&ctx.marker(left_out, Unit::Keys)).ok()?;
+    let note = match name {
+        Reference::Element(index) => format!("\"_ctxzip\": {marker}, {SAME_AS_ELEMENT}: {index}"),
+        Reference::Member(key) => format!("\"_ctxzip\": {marker}, {SAME_AS_MEMBER}: {key}"),
+    };
     let mut pieces = Vec::with_capacity(body.len() + 1);
     pieces.push(note);
     pieces.extend(body);
@@ -226,7 +241,8 @@ mod tests {
         let t = pods(2);
         let rows = rows_of(&t);
         let ctx = Ctx::new("0123456789ab".into(), &Options::default());
-        let (out, keys) = reduce_row(&t, rows[1], rows[0], 0, &ctx).unwrap_or_default();
+        let (out, keys) =
+            reduce_row(&t, rows[1], rows[0], Reference::Element(0), &ctx).unwrap_or_default();
         assert_eq!(keys, 7);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
         assert_eq!(v["metadata"]["name"], "web-1", "{out}");
@@ -255,7 +271,7 @@ mod tests {
         // Different rows: nothing in common but the layout.
         let other = r#"[{"a": 1}, {"b": 2}]"#;
         let small = rows_of(other);
-        assert!(reduce_row(other, small[1], small[0], 0, &ctx).is_none());
+        assert!(reduce_row(other, small[1], small[0], Reference::Element(0), &ctx).is_none());
         // A row whose keys all differ from the reference's.
         let unlike = format!(
             "[{}, {{\"x\": \"{}\"}}]",
@@ -263,7 +279,7 @@ mod tests {
             "y".repeat(600)
         );
         let spans = rows_of(&unlike);
-        assert!(reduce_row(&unlike, spans[1], spans[0], 0, &ctx).is_none());
+        assert!(reduce_row(&unlike, spans[1], spans[0], Reference::Element(0), &ctx).is_none());
     }
 
     #[test]
@@ -274,6 +290,6 @@ mod tests {
             "\"_keys_not_shown_are_as_in_element\": \"Pod\"",
         );
         let rows = rows_of(&t);
-        assert!(reduce_row(&t, rows[1], rows[0], 0, &ctx).is_none());
+        assert!(reduce_row(&t, rows[1], rows[0], Reference::Element(0), &ctx).is_none());
     }
 }

@@ -7,8 +7,10 @@
 //! and re-encoded. Only the replaced spans change; everything between them is the original text. A Jupyter
 //! notebook keeps every cell and its source; only what its cells hold besides compresses ([`super::notebook`]).
 
+use super::jrows::is_error_value;
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
+use super::json_delta::{Reference, reduce_row};
 use super::json_seen::{Look, Step};
 use super::relevance::{has_floor_word, is_error_line, is_floor_line};
 use super::truncate::{shorten_armored, shorten_to};
@@ -100,6 +102,13 @@ fn compress_object(
     let strip_links = n_links >= LINKS_MIN;
     let mut link_marker_written = false;
     let mut prev_end = span.start;
+    // An object of objects may be a map of records (versions, packages, dependencies by name) too small for
+    // the map rule: its later members are written against its first when they copy most of it.
+    let records = members.len() >= 2
+        && members
+            .iter()
+            .all(|m| text.as_bytes().get(m.value.start) == Some(&b'{'));
+    let mut reference: Option<(Span, &str)> = None;
     for (i, m) in members.iter().enumerate() {
         if strip_links && links[i] {
             if link_marker_written {
@@ -132,6 +141,20 @@ fn compress_object(
             },
             _ => None,
         };
+        if let Some((first, key)) = reference
+            && !stays_whole(text, m.value, ctx)
+            && let Some((reduced, keys)) =
+                reduce_row(text, m.value, first, Reference::Member(key), ctx)
+        {
+            out.push_str(text.get(copied_to..m.value.start)?);
+            out.push_str(&reduced);
+            tally.add(Unit::Keys, keys);
+            copied_to = m.value.end;
+            continue;
+        }
+        if records && i == 0 {
+            reference = Some((m.value, m.key.of(text)));
+        }
         if m.value.len() < FIELD_MIN.min(STRING_MIN) {
             if let Some(sighting) = sighting {
                 ctx.seen.shown(sighting);
@@ -147,6 +170,8 @@ fn compress_object(
             && let Some((n, unit)) = bulky(text, m.value, ctx)
         {
             ctx.seen.forget_since(mark);
+            // Behind a marker, the first member is no row to be written against.
+            reference = None;
             out.push_str(text.get(copied_to..m.value.start)?);
             out.push_str(&serde_json::to_string(&ctx.marker(n, unit)).ok()?);
             tally.add(unit, n);
@@ -168,6 +193,17 @@ fn compress_object(
     }
     out.push_str(text.get(copied_to..span.end)?);
     Some(out)
+}
+
+/// Whether the value at `span` must be shown whole rather than as its differences from another: it holds an
+/// error line or an error record, or a keep-pattern hit.
+fn stays_whole(text: &str, span: Span, ctx: &Ctx) -> bool {
+    let Some(raw) = text.get(span.start..span.end) else {
+        return true;
+    };
+    ctx.matcher.scan(raw.as_bytes()).keep
+        || is_error_value(text, span)
+        || raw.split('\n').any(is_floor_line)
 }
 
 /// What a deep container at `span` holds (its members or items) when it may go behind a marker whole: nothing in
@@ -495,5 +531,78 @@ mod tests {
         let obj = v.as_object().cloned().unwrap_or_default();
         assert!(obj.contains_key("k0") && obj.contains_key("k199") && obj.contains_key("_ctxzip"));
         assert!(out.contains("\"mode_counts\": {\"chat\": "), "{out}");
+    }
+
+    /// A package registry's answer: versions keyed by their number, each a record copying most of the first.
+    fn versions(n: usize) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        for i in 0..n {
+            map.insert(
+                format!("1.{i}.0"),
+                serde_json::json!({"name": "left-pad", "version": format!("1.{i}.0"),
+                    "description": "String left pad", "main": "index.js", "scripts": {"test": "node test"},
+                    "devDependencies": {"tape": "*"}, "keywords": ["leftpad", "left", "pad", "padding", "string"],
+                    "repository": {"url": "git@github.com:azer/left-pad.git", "type": "git"},
+                    "author": "azer", "license": "BSD", "_id": format!("left-pad@1.{i}.0"),
+                    "dist": {"shasum": format!("{i:040x}"),
+                             "tarball": format!("https://registry.npmjs.org/left-pad/-/left-pad-1.{i}.0.tgz")}}),
+            );
+        }
+        serde_json::Value::Object(map)
+    }
+
+    #[test]
+    fn a_small_map_of_records_shows_later_members_as_their_differences_from_the_first() {
+        let doc = serde_json::json!({"_id": "left-pad", "versions": versions(5)});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        // The first member is whole; the others keep what differs and name the member the rest is as in.
+        assert_eq!(v["versions"]["1.0.0"], doc["versions"]["1.0.0"], "{out}");
+        for i in 1..5 {
+            let m = &v["versions"][format!("1.{i}.0")];
+            assert_eq!(m["version"], format!("1.{i}.0"), "{out}");
+            assert_eq!(m["dist"]["shasum"], format!("{i:040x}"), "{out}");
+            assert_eq!(m["_keys_not_shown_are_as_in_member"], "1.0.0", "{out}");
+            assert!(
+                m.get("keywords").is_none() && m.get("repository").is_none(),
+                "{out}"
+            );
+        }
+        assert_eq!(find_markers(&out).len(), 4, "{out}");
+        // A member holding an error line stays whole.
+        let mut failing = doc.clone();
+        failing["versions"]["1.3.0"]["deprecated"] = "install fails on node 4: use 1.4.0".into();
+        let text = serde_json::to_string_pretty(&failing).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(
+            v["versions"]["1.3.0"], failing["versions"]["1.3.0"],
+            "{out}"
+        );
+        assert_eq!(
+            v["versions"]["1.4.0"]["_keys_not_shown_are_as_in_member"], "1.0.0",
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_large_map_writes_its_shown_rows_against_its_first_member() {
+        let doc = serde_json::json!({"_id": "left-pad", "versions": versions(40)});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let shown = v["versions"].as_object().cloned().unwrap_or_default();
+        assert!(shown.contains_key("_ctxzip") && shown.len() < 40, "{out}");
+        assert_eq!(shown.get("1.0.0"), doc["versions"].get("1.0.0"), "{out}");
+        let reduced: Vec<_> = shown
+            .iter()
+            .filter(|(k, _)| k.as_str() != "1.0.0" && k.as_str() != "_ctxzip")
+            .collect();
+        assert!(!reduced.is_empty(), "{out}");
+        for (k, m) in reduced {
+            assert_eq!(m["version"], k.as_str(), "{out}");
+            assert_eq!(m["_keys_not_shown_are_as_in_member"], "1.0.0", "{out}");
+        }
     }
 }
