@@ -24,8 +24,8 @@ pub fn detect(text: &str) -> Kind {
             _ => {}
         }
     }
-    let sample = sample_lines(text);
-    let f = Features::of(&sample);
+    let (sample, closed) = sample_lines(text);
+    let f = Features::of(&sample, &closed);
     // A diff is a text that opens as one (a wrapper line or two may come first); a log that merely contains a
     // patch — an evaluation run printing `git diff` before its tests — is a log.
     if (f.diff_files > 0 || (f.hunks > 0 && f.minus_plus_headers > 0))
@@ -67,16 +67,21 @@ pub fn detect(text: &str) -> Kind {
     Kind::Lines
 }
 
-fn sample_lines(text: &str) -> Vec<&str> {
+/// The sampled lines, each cut to its first [`SAMPLE_LINE_BYTES`], and whether each whole line ends with `}` (a
+/// JSON Lines record longer than the cut still counts as one).
+fn sample_lines(text: &str) -> (Vec<&str>, Vec<bool>) {
     let mut out: Vec<&str> = text.split('\n').take(SAMPLE_HEAD).collect();
     let head_bytes: usize = out.iter().map(|l| l.len() + 1).sum();
     if head_bytes < text.len() {
         let tail: Vec<&str> = text[head_bytes..].rsplit('\n').take(SAMPLE_TAIL).collect();
         out.extend(tail.into_iter().rev());
     }
-    out.into_iter()
+    let closed = out.iter().map(|l| l.trim_end().ends_with('}')).collect();
+    let cut = out
+        .into_iter()
         .map(|l| &l[..super::truncate::floor_boundary(l, SAMPLE_LINE_BYTES)])
-        .collect()
+        .collect();
+    (cut, closed)
 }
 
 #[derive(Default, Debug)]
@@ -100,7 +105,7 @@ struct Features {
 }
 
 impl Features {
-    fn of(lines: &[&str]) -> Self {
+    fn of(lines: &[&str], closed: &[bool]) -> Self {
         let mut f = Features::default();
         let docstring = docstring_lines(lines);
         // Inside an agent harness's `<warning>…</warning>` note around a long output: the harness's words, not
@@ -132,7 +137,7 @@ impl Features {
                 f.first_diff_header = Some(f.nonempty - 1);
             }
             let t = line.trim();
-            if t.starts_with('{') && t.ends_with('}') && t.len() >= 2 {
+            if t.starts_with('{') && closed.get(i).copied().unwrap_or(false) && t.len() >= 2 {
                 f.json_records += 1;
             }
             if line.starts_with("diff --git ") {
@@ -432,6 +437,21 @@ pub(crate) fn is_log_like(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_lines_with_records_longer_than_the_sample_cut() {
+        // A package index's records (`index.crates.io`): some far longer than the 512 bytes a sampled line keeps.
+        let record = |i: usize, deps: usize| {
+            let dep = r#"{"name": "serde_derive", "req": "^1", "features": [], "optional": true, "kind": "normal"}"#;
+            format!(
+                r#"{{"name": "serde", "vers": "1.0.{i}", "deps": [{}], "cksum": "{i:064x}", "yanked": false}}"#,
+                vec![dep; deps].join(", ")
+            )
+        };
+        let text: Vec<String> = (0..50).map(|i| record(i, i % 12)).collect();
+        assert!(text.iter().any(|l| l.len() > SAMPLE_LINE_BYTES));
+        assert_eq!(detect(&text.join("\n")), Kind::JsonLines);
+    }
 
     #[test]
     fn detects_kinds() {

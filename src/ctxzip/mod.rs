@@ -13,6 +13,7 @@
 mod code;
 mod detect;
 mod diff;
+mod envelope;
 mod jrows;
 mod jscan;
 mod json_array;
@@ -141,8 +142,8 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     }
     debug_assert_eq!(hash, hash_of(original));
     let ctx = Ctx::new(hash, opts);
-    let body = body_of(original);
-    let header = &original[..original.len() - body.len()];
+    let parts = envelope::split(original);
+    let body = parts.body;
     let failing = verbatim::looks_like_error_output(original);
     let detected = kind_of(original, body, opts);
     let mut tally = Tally::default();
@@ -167,11 +168,19 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
             kind = Kind::Log;
             logs::compress_failing(body, &ctx, &mut tally).filter(|b| keeps_floor(body, b))?
         }
+        // A verbose trace around a body too small to shorten may still be shortened itself.
+        None if parts.traced => body.to_string(),
         _ => return None,
     };
-    let mut text = String::with_capacity(header.len() + compressed_body.len());
-    text.push_str(header);
+    let head = match parts.traced {
+        true => envelope::compress_trace(parts.head, &ctx, &mut tally),
+        false => None,
+    };
+    let mut text = String::with_capacity(original.len() / 2);
+    text.push_str(parts.exec);
+    text.push_str(head.as_deref().unwrap_or(parts.head));
     text.push_str(&compressed_body);
+    text.push_str(parts.tail);
     if text.len() >= original.len() || !markers_are_ours(&text, &ctx.hash) {
         return None;
     }
@@ -197,7 +206,7 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
 /// source.
 pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     let exited_with_failure = verbatim::exited_with_failure(original);
-    let http_response = !split_http_head(split_exec_header(original).1).0.is_empty();
+    let http_response = envelope::is_http_exchange(original);
     match detect(body) {
         Kind::Code if exited_with_failure => Kind::Log,
         Kind::Code if http_response => Kind::Lines,
@@ -210,10 +219,11 @@ pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     }
 }
 
-/// The text of `original` past its headers (an exec header, an HTTP response's head): what [`detect`] reads and
-/// the compressors shorten; always a suffix of `original`, the headers staying as they are.
+/// The text of `original` between its headers (an exec header, an HTTP response's head, a verbose client's trace)
+/// and a verbose client's closing lines: what [`detect`] reads and the compressors shorten, the rest staying as
+/// it is.
 pub(crate) fn body_of(original: &str) -> &str {
-    split_http_head(split_exec_header(original).1).1
+    envelope::split(original).body
 }
 
 /// Whether every floor line of `original` ([`is_floor_line`]) is a whole line of `compressed`.
@@ -267,54 +277,6 @@ fn markers_are_ours(text: &str, hash: &str) -> bool {
     !found.is_empty()
         && found.len() == marker::prefix_count(text)
         && found.iter().all(|(h, _)| h == hash)
-}
-
-/// Codex `exec_command` outputs start with a small header (`Chunk ID…`, `Wall time…`, `Process exited with
-/// code N`, `Original token count…`, `Output:`). It is kept verbatim and only the body is compressed, so the
-/// body's kind (e.g. JSON) is detected on the body alone.
-fn split_exec_header(text: &str) -> (&str, &str) {
-    const PREFIXES: [&str; 7] = [
-        "Chunk ID",
-        "Wall time",
-        "Process exited",
-        "Process running",
-        "Original token count",
-        "Total output lines",
-        "Exit code",
-    ];
-    let mut pos = 0;
-    for _ in 0..8 {
-        let Some(nl) = text[pos..].find('\n') else {
-            break;
-        };
-        let line = text[pos..pos + nl].trim_end_matches('\r');
-        if line == "Output:" && pos > 0 {
-            return text.split_at(pos + nl + 1);
-        }
-        if !PREFIXES.iter().any(|p| line.starts_with(p)) {
-            break;
-        }
-        pos += nl + 1;
-    }
-    ("", text)
-}
-
-/// An HTTP response printed whole (`curl -i`, `http --print=hb`): the status line and headers stay verbatim and
-/// the body is compressed as what it is (JSON, HTML, a log), so a large body no longer hides behind a head that
-/// no compressor recognises.
-fn split_http_head(text: &str) -> (&str, &str) {
-    if !text.starts_with("HTTP/") {
-        return ("", text);
-    }
-    for sep in ["\r\n\r\n", "\n\n"] {
-        if let Some(at) = text.find(sep) {
-            let head = &text[..at + sep.len()];
-            if head.lines().count() <= 100 {
-                return text.split_at(at + sep.len());
-            }
-        }
-    }
-    ("", text)
 }
 
 /// Per-call context shared by all compressors.

@@ -2,6 +2,7 @@
 //! off, an HTTP response's head kept, a commit's patch taken for a diff, trivial inputs left alone, the agent's notes cut to a head and tail — and
 //! that a big log keeps its errors and compresses the same way every time.
 
+use super::envelope::{split_exec_header, split_http_head};
 use super::*;
 
 #[test]
@@ -59,6 +60,117 @@ fn an_http_response_keeps_its_head_and_compresses_its_body() {
     let body = &c.text[split_http_head(&c.text).0.len()..];
     assert!(serde_json::from_str::<serde_json::Value>(body).is_ok());
     assert_eq!(split_http_head("no head"), ("", "no head"));
+}
+
+/// What `curl -sv URL 2>&1` prints around a body: the connection and TLS chatter, the request and response heads.
+fn curl_trace(host: &str) -> String {
+    let mut t = format!(
+        "*   Trying 203.0.113.80:443...\n* Connected to {host} (203.0.113.80) port 443 (#0)\n"
+    );
+    t.push_str("* ALPN: offers h2,http/1.1\n} [5 bytes data]\n* TLSv1.3 (OUT), TLS handshake, Client hello (1):\n");
+    for step in [
+        "Server hello (2)",
+        "Encrypted Extensions (8)",
+        "Certificate (11)",
+        "CERT verify (15)",
+        "Finished (20)",
+    ] {
+        t.push_str(&format!(
+            "{{ [122 bytes data]\n* TLSv1.3 (IN), TLS handshake, {step}:\n"
+        ));
+    }
+    t.push_str(
+        "* SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384\n* ALPN: server accepted h2\n",
+    );
+    t.push_str(&format!(
+        "* Server certificate:\n*  subject: CN={host}\n*  SSL certificate verify ok.\n"
+    ));
+    t.push_str(&format!(
+        "}} [5 bytes data]\n> GET /api/items HTTP/2\n> Host: {host}\n> accept: */*\n> \n"
+    ));
+    t.push_str("{ [5 bytes data]\n< HTTP/2 200 \n< content-type: application/json\n< \n{ [8086 bytes data]\n");
+    t
+}
+
+#[test]
+fn a_verbose_trace_is_shortened_and_its_body_compressed_as_what_it_is() {
+    let rows: Vec<String> = (0..300)
+        .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\",\"state\":\"open\"}}"))
+        .collect();
+    let trace = curl_trace("api.example.com");
+    // The body has no newline at its end, so curl's closing line follows its last byte.
+    let closing = "* Connection #0 to host api.example.com left intact\n";
+    let text = format!("{trace}[{}]{closing}", rows.join(","));
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some(), "not compressed");
+    let Some(c) = c else { return };
+    assert_eq!(c.kind, Kind::JsonArray, "{}", c.text);
+    // The request and response lines and the host stay; the handshake chatter goes behind markers.
+    for kept in [
+        "* Connected to api.example.com",
+        "> GET /api/items HTTP/2",
+        "< HTTP/2 200 ",
+        "< content-type",
+    ] {
+        assert!(
+            c.text.lines().any(|l| l.starts_with(kept)),
+            "{kept}: {}",
+            c.text
+        );
+    }
+    assert!(
+        !c.text.contains("TLS handshake") && !c.text.contains("bytes data"),
+        "{}",
+        c.text
+    );
+    // The body between the trace and the closing line is still one JSON document, shortened.
+    let body_start = c.text.find("< \n").map(|at| at + 3).unwrap_or(0);
+    let body_start = body_start + c.text[body_start..].find('[').unwrap_or(0);
+    let body_end = c.text.len() - closing.len();
+    assert!(c.text.ends_with(closing), "{}", c.text);
+    let body = &c.text[body_start..body_end];
+    assert!(
+        serde_json::from_str::<serde_json::Value>(body).is_ok(),
+        "{body}"
+    );
+    assert!(body.len() < rows.join(",").len() / 4, "{body}");
+    // A body too small to shorten keeps the trace shortened around it.
+    let small = format!("{trace}{{\"ok\": true}}\n");
+    let c = compress(&small, &Options::default());
+    assert!(c.is_some(), "small: not compressed");
+    let Some(c) = c else { return };
+    let expected_end = format!(
+        "< \n<<ctxzip:{} 1_lines_offloaded>>\n{{\"ok\": true}}\n",
+        c.hash
+    );
+    assert!(c.text.ends_with(&expected_end), "{}", c.text);
+    assert!(c.text.contains("\n> GET /api/items HTTP/2\n"), "{}", c.text);
+    assert!(c.text.len() < small.len() / 2, "{}", c.text);
+}
+
+#[test]
+fn a_trace_keeps_its_error_lines_and_only_a_trace_with_an_answer_counts() {
+    // An error word in the chatter stays, as the exact line.
+    let trace = curl_trace("api.example.com").replace(
+        "* ALPN: server accepted h2\n",
+        "* ALPN: server accepted h2\n* TLS session ticket failed to verify, falling back\n",
+    );
+    let text = format!("{trace}{}", "{\"ok\": true}\n".repeat(200));
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some(), "not compressed");
+    let Some(c) = c else { return };
+    assert!(keeps_floor(&text, &c.text), "{}", c.text);
+    assert!(
+        c.text
+            .contains("\n* TLS session ticket failed to verify, falling back\n"),
+        "{}",
+        c.text
+    );
+    // Bullets and quotes that never show a response are no trace.
+    let notes = "* first point\n> a quote\n* second point\n";
+    assert_eq!(split_http_head(notes), ("", notes));
+    let unanswered = curl_trace("h").replace("< HTTP/2 200 \n", "");
+    assert_eq!(split_http_head(&unanswered).0, "");
 }
 
 /// `git show` and `git log -p`: the commit's header and message come first, then the patch, whose every
