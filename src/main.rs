@@ -387,6 +387,12 @@ fn compress(args: CompressArgs) -> ExitCode {
                     &serde_json::json!({ "command": c }).to_string(),
                 )
             }),
+            fetched: args.command.as_deref().is_some_and(|c| {
+                ctxgate::ctxzip::views::fetches_page(
+                    "shell",
+                    &serde_json::json!({ "command": c }).to_string(),
+                )
+            }),
         },
     );
     let out = if args.json {

@@ -70,14 +70,16 @@ fn options() -> impl Strategy<Value = Options> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(query, keep_patterns, compress_code, notes, viewed_source)| Options {
+            |(query, keep_patterns, compress_code, notes, viewed_source, fetched)| Options {
                 query,
                 keep_patterns,
                 compress_code,
                 notes,
                 viewed_source,
+                fetched,
             },
         )
 }
@@ -216,13 +218,14 @@ fn alike_records() -> impl Strategy<Value = Value> {
     })
 }
 
-/// An HTTP response as a client printed it: `curl -i`'s head, or `curl -sv … 2>&1`'s trace (chatter, request and
+/// An HTTP response as a client printed it: the bare body (`curl -s`: JSON, lines, a page), `curl -i`'s head, or `curl -sv … 2>&1`'s trace (chatter, request and
 /// response heads) and its closing line, which follows the body's last byte when that is no newline.
 fn http_exchange() -> impl Strategy<Value = String> {
     let body = prop_oneof![
         json_value().prop_map(|v| serde_json::to_string(&v).unwrap_or_default()),
         json_value().prop_map(|v| serde_json::to_string_pretty(&v).unwrap_or_default()),
         text(),
+        text().prop_map(|t| format!("<!DOCTYPE html>\n<html>\n<style>\n{t}\n</style>\n</html>\n")),
     ];
     let chatter = prop::collection::vec(
         prop_oneof![
@@ -233,9 +236,11 @@ fn http_exchange() -> impl Strategy<Value = String> {
         ],
         0..60,
     );
-    (body, chatter, any::<bool>(), any::<bool>()).prop_map(|(body, chatter, verbose, closing)| {
-        if !verbose {
-            return format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{body}");
+    (body, chatter, 0..3u8, any::<bool>()).prop_map(|(body, chatter, form, closing)| {
+        match form {
+            0 => return body,
+            1 => return format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{body}"),
+            _ => {}
         }
         let mut t = String::from("*   Trying 127.0.0.1:8080...\n");
         for line in chatter {
@@ -346,6 +351,7 @@ fn pathological_inputs_stay_linear() {
         keep_patterns: vec!["zz".into()],
         notes: false,
         viewed_source: false,
+        fetched: false,
     };
     let unclosed = "pub fn f(x: u32) {\n    let y = x;\n".repeat(20_000);
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));

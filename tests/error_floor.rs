@@ -987,6 +987,30 @@ async fn a_python_module_viewed_with_cat_reaches_the_upstream_verbatim() {
 }
 
 #[tokio::test]
+async fn a_page_fetched_with_curl_is_compressed_and_the_same_file_viewed_with_cat_is_not() {
+    // A whole HTML document whose inline stylesheet reads as source: fetched, it is what a server sent.
+    let (mock, proxy) = mock_and_proxy().await;
+    let mut page =
+        String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<title>Docs</title>\n<style>\n");
+    for i in 0..150 {
+        page.push_str(&format!(
+            ".sidebar-item-{i} {{\n  margin: {i}px;\n  padding: 4px;\n}}\n"
+        ));
+    }
+    page.push_str("</style>\n</head>\n<body>\n<h1>Retry policy</h1>\n</body>\n</html>\n");
+    let fetch = (
+        "page-fetch",
+        "Read the docs.",
+        "curl -s https://docs.example.org/retry.html",
+    );
+    let received = output_received(&mock, &proxy, fetch, &page).await;
+    assert!(received.contains("<<ctxzip:"), "{received}");
+    assert_shrinks(&page, &received, (1, 3));
+    let view = ("page-view", "Fix the page.", "cat site/retry.html");
+    assert_eq!(output_received(&mock, &proxy, view, &page).await, page);
+}
+
+#[tokio::test]
 async fn a_range_of_a_source_file_reaches_the_upstream_verbatim_even_when_it_reads_as_prose() {
     // `sed -n '501,600p' model.py` cut out of one long docstring: its text reads like documentation, and only the
     // call says it is source. The same text printed by a program is compressed.

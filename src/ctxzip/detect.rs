@@ -171,6 +171,15 @@ impl Features {
     }
 }
 
+/// Whether `text` is a whole HTML document: it opens (after whitespace and a byte-order mark) with a doctype or an
+/// `<html>` tag, in any case.
+pub(crate) fn is_html_document(text: &str) -> bool {
+    let t = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    let head = t.get(..14).unwrap_or(t);
+    head.eq_ignore_ascii_case("<!doctype html")
+        || t.get(..5).is_some_and(|h| h.eq_ignore_ascii_case("<html"))
+}
+
 /// Whether `line` opens a commit as git prints it before its patch: `commit <hash>` (with `git log`'s
 /// decorations after it) or, in a `git format-patch` mail, `From <hash> <date>`.
 fn names_commit(line: &str) -> bool {
@@ -437,6 +446,18 @@ pub(crate) fn is_log_like(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_documents() {
+        assert!(is_html_document("<!DOCTYPE html>\n<html>"));
+        assert!(is_html_document(
+            "\u{feff}\n  <!doctype HTML><title>x</title>"
+        ));
+        assert!(is_html_document("<HTML>\n<body>"));
+        assert!(!is_html_document("<div>fragment</div>"));
+        assert!(!is_html_document("<!DOCTYPE svg>"));
+        assert!(!is_html_document("<htm"));
+    }
 
     #[test]
     fn json_lines_with_records_longer_than_the_sample_cut() {

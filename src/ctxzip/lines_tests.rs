@@ -12,6 +12,7 @@ fn ctx(query: &[&str], keep: &[&str]) -> Ctx {
         compress_code: false,
         notes: false,
         viewed_source: false,
+        fetched: false,
     };
     Ctx::new("0123456789ab".into(), &opts)
 }

@@ -63,6 +63,10 @@ pub struct Options {
     /// `sed -n '1,80p' model.py`, an editor's `view`): source, verbatim like any (unless `compress_code`), even where
     /// its text reads like prose — a range cut out of a long docstring.
     pub viewed_source: bool,
+    /// The call fetched from the network ([`views::fetches_page`]: `curl -s URL`, `wget -qO- URL`, a fetch tool): a
+    /// whole HTML document in its output is a page a server sent — its inline stylesheets and scripts read as source
+    /// — not a file to edit.
+    pub fetched: bool,
 }
 
 /// The content kinds, one compressor each.
@@ -202,7 +206,8 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
 /// The kind `original` (whose text past its headers is `body`) is compressed as: what its text looks like, except
 /// that a command that failed printed a run — a test session showing its tests' source, a crash — not a file to
 /// edit, that the body of an HTTP response (`curl -i` of a page: HTML, its inline CSS and scripts) is what a server
-/// sent, not a file to edit either, and that what a call showed of a source file ([`Options::viewed_source`]) is
+/// sent, not a file to edit either — and so is a whole HTML document a call fetched ([`Options::fetched`]: `curl -s`
+/// of a page, a fetch tool's answer) — and that what a call showed of a source file ([`Options::viewed_source`]) is
 /// source.
 pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     let exited_with_failure = verbatim::exited_with_failure(original);
@@ -210,6 +215,7 @@ pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
     match detect(body) {
         Kind::Code if exited_with_failure => Kind::Log,
         Kind::Code if http_response => Kind::Lines,
+        Kind::Code if opts.fetched && detect::is_html_document(body) => Kind::Lines,
         Kind::Lines | Kind::Log
             if opts.viewed_source && !exited_with_failure && !views::looks_generated(body) =>
         {

@@ -93,6 +93,43 @@ fn curl_trace(host: &str) -> String {
 }
 
 #[test]
+fn a_fetched_html_page_is_compressed_and_any_other_stays_verbatim() {
+    // A page whose inline stylesheet and script read as source: what `curl -s URL` or a fetch tool returns.
+    let mut page = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<title>Coverage</title>\n<style>\n",
+    );
+    for i in 0..120 {
+        page.push_str(&format!(
+            ".files-list__file_{i} {{\n  background: #cfc;\n  padding: {i}px;\n}}\n"
+        ));
+    }
+    page.push_str("</style>\n</head>\n<body>\n<script>\n");
+    for i in 0..80 {
+        page.push_str(&format!(
+            "function render{i}(node) {{\n  return node.children[{i}];\n}}\n"
+        ));
+    }
+    page.push_str("</script>\n</body>\n</html>\n");
+    assert_eq!(detect(&page), Kind::Code);
+    let fetched = Options {
+        fetched: true,
+        ..Options::default()
+    };
+    let c = compress(&page, &fetched);
+    assert!(c.is_some(), "a fetched page was left verbatim");
+    let Some(c) = c else { return };
+    assert_eq!(c.kind, Kind::Lines);
+    assert!(c.text.len() < page.len() / 4, "{}", c.text);
+    // The same text shown as a file (`cat index.html`, a read tool), or by a call that says neither, is source.
+    let viewed = Options {
+        viewed_source: true,
+        ..Options::default()
+    };
+    assert!(compress(&page, &viewed).is_none());
+    assert!(compress(&page, &Options::default()).is_none());
+}
+
+#[test]
 fn a_verbose_trace_is_shortened_and_its_body_compressed_as_what_it_is() {
     let rows: Vec<String> = (0..300)
         .map(|i| format!("{{\"id\":{i},\"name\":\"item {i}\",\"state\":\"open\"}}"))

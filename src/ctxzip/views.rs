@@ -90,6 +90,36 @@ pub fn views_source_file(tool: &str, arguments: &str) -> bool {
     shell_views_source(command)
 }
 
+/// Programs that fetch from the network and print what they got.
+const FETCHERS: [&str; 7] = ["curl", "wget", "http", "https", "xh", "lynx", "w3m"];
+/// Words of a tool's name that say it fetches from the web (`web_fetch`, `fetch_url`, `WebFetch`, `browser_get`).
+const FETCH_WORDS: [&str; 6] = ["fetch", "url", "web", "http", "browse", "browser"];
+
+/// Whether a tool call fetched something from the network: a shell command with a stage that runs a fetcher
+/// ([`FETCHERS`]; `cd` and pipes allowed), or a tool whose name says it fetches ([`FETCH_WORDS`]).
+pub fn fetches_page(tool: &str, arguments: &str) -> bool {
+    if name_words(tool)
+        .iter()
+        .any(|w| FETCH_WORDS.contains(&w.as_str()))
+    {
+        return true;
+    }
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
+        return false;
+    };
+    let Some(command) = args
+        .get("command")
+        .or_else(|| args.get("cmd"))
+        .and_then(command_text)
+    else {
+        return false;
+    };
+    command
+        .split(['|', ';', '&', '\n'])
+        .filter_map(|stage| stage.split_whitespace().next())
+        .any(|program| FETCHERS.contains(&program.rsplit('/').next().unwrap_or(program)))
+}
+
 /// The command line a tool call's `command`/`cmd` argument holds: the string itself, or the last element of an
 /// argv array (Codex's `["bash", "-lc", "…"]`).
 pub(crate) fn command_text(value: &Value) -> Option<&str> {
@@ -130,6 +160,13 @@ fn shell_views_source(command: &str) -> bool {
 /// Whether a tool's name says it reads files and nothing else: one of its words (split at `_`, `-`, `.`, and
 /// lower-to-upper case changes) is in [`READ_WORDS`] and none is in [`OTHER_WORDS`].
 fn is_reader(tool: &str) -> bool {
+    let words = name_words(tool);
+    words.iter().any(|w| READ_WORDS.contains(&w.as_str()))
+        && !words.iter().any(|w| OTHER_WORDS.contains(&w.as_str()))
+}
+
+/// A tool's name as lowercase words, split at `_`, `-`, `.` and lower-to-upper case changes.
+fn name_words(tool: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut previous_lower = false;
@@ -143,8 +180,7 @@ fn is_reader(tool: &str) -> bool {
         }
     }
     words.push(word);
-    words.iter().any(|w| READ_WORDS.contains(&w.as_str()))
-        && !words.iter().any(|w| OTHER_WORDS.contains(&w.as_str()))
+    words
 }
 
 /// A line this long is no hand-written source: a minified bundle, a generated table, a dump's `INSERT`.
@@ -179,6 +215,35 @@ fn is_source_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetches_are_told_from_other_calls() {
+        for yes in [
+            r#"{"command": "curl -s https://example.org/docs/"}"#,
+            r#"{"command": "cd site && curl -sL localhost:3000 | head -200"}"#,
+            r#"{"cmd": ["bash", "-lc", "wget -qO- https://example.org"]}"#,
+            r#"{"command": "/usr/bin/curl -i http://localhost:8000/"}"#,
+        ] {
+            assert!(fetches_page("shell", yes), "{yes}");
+        }
+        assert!(fetches_page(
+            "web_fetch",
+            r#"{"url": "https://example.org"}"#
+        ));
+        assert!(fetches_page(
+            "WebFetch",
+            r#"{"url": "https://example.org"}"#
+        ));
+        for no in [
+            r#"{"command": "cat templates/index.html"}"#,
+            r#"{"command": "grep -rn curl scripts/"}"#,
+            r#"{"command": "python -m http.server"}"#,
+            "not json",
+        ] {
+            assert!(!fetches_page("shell", no), "{no}");
+        }
+        assert!(!fetches_page("read_file", r#"{"path": "index.html"}"#));
+    }
 
     #[test]
     fn views_of_source_files_are_told_from_other_calls() {

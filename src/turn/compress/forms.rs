@@ -130,6 +130,7 @@ impl CompressStage {
             compress_code: self.settings.code,
             notes: by_kind == ByKind::Notes,
             viewed_source: ctxzip::views::views_source_file(tool, arguments),
+            fetched: ctxzip::views::fetches_page(tool, arguments),
         };
         let own = by_kind != ByKind::No;
         let made =
