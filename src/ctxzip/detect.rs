@@ -40,12 +40,14 @@ pub fn detect(text: &str) -> Kind {
         return Kind::JsonLines;
     }
     // A file view holds no patch: a log that prints one (an evaluation run's `git diff`) shows source in its hunks
-    // but is no file to edit.
-    let patch = f.diff_files > 0 || f.hunks > 0;
+    // but is no file to edit. Nor do four lines in five open with one label: that is a program's report
+    // (`python -X importtime`'s `import time:` reads as an import statement), not source.
+    let not_source =
+        f.diff_files > 0 || f.hunks > 0 || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8);
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
-        && !patch
+        && !not_source
     {
         return Kind::Code;
     }
@@ -53,7 +55,7 @@ pub fn detect(text: &str) -> Kind {
         && f.code * 2 >= f.nonempty
         && f.log * 10 < f.nonempty
         && f.errors * 10 < f.nonempty
-        && !patch
+        && !not_source
     {
         return Kind::Code;
     }
@@ -97,6 +99,8 @@ struct Features {
     errors: usize,
     /// Lines that are one JSON object each (`{…}`): a JSON Lines stream.
     json_records: usize,
+    /// Lines that open with the sample's most common label ([`label`]: `import time:`, `debug1:`).
+    labelled: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
     first_diff_header: Option<usize>,
     /// The first non-empty line names a commit (`git show`, `git log -p`: `commit 3f2a9c1…`; `git format-patch`:
@@ -111,6 +115,7 @@ impl Features {
         // Inside an agent harness's `<warning>…</warning>` note around a long output: the harness's words, not
         // the output's.
         let mut in_harness_note = false;
+        let mut labels: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for (i, line) in lines.iter().enumerate() {
             let line = line.trim_end_matches('\r');
             if line.trim().is_empty() {
@@ -166,9 +171,28 @@ impl Features {
             if is_error_line(line) {
                 f.errors += 1;
             }
+            if let Some(l) = label(line) {
+                *labels.entry(l).or_insert(0) += 1;
+            }
         }
+        f.labelled = labels.values().copied().max().unwrap_or(0);
         f
     }
+}
+
+/// A line's label: what comes before its first `: ` (or a final `:`) when that is short and plain — words, no
+/// brackets, quotes or operators (`import time`, `debug1`, `npm WARN deprecated`). Source lines rarely share one.
+fn label(line: &str) -> Option<&str> {
+    let end = line
+        .find(": ")
+        .or_else(|| line.strip_suffix(':').map(str::len))?;
+    let head = &line[..end];
+    (!head.is_empty()
+        && head.len() <= 24
+        && head
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b' ' || b == b'_' || b == b'-' || b == b'.'))
+    .then_some(head)
 }
 
 /// Whether `text` is a whole HTML document: it opens (after whitespace and a byte-order mark) with a doctype or an
@@ -446,6 +470,43 @@ pub(crate) fn is_log_like(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_whose_lines_share_one_label_is_no_source() {
+        // `python -X importtime`: every line opens with `import time:`, which reads as an import statement.
+        let mut report = String::from("import time: self [us] | cumulative | imported package\n");
+        for (i, m) in [
+            "_io",
+            "marshal",
+            "posix",
+            "encodings",
+            "codecs",
+            "requests",
+            "urllib3",
+        ]
+        .iter()
+        .cycle()
+        .take(60)
+        .enumerate()
+        {
+            report.push_str(&format!(
+                "import time: {:>9} | {:>10} | {}{m}\n",
+                20 + i,
+                300 + 7 * i,
+                "  ".repeat(i % 4)
+            ));
+        }
+        assert_ne!(detect(&report), Kind::Code);
+        // Source whose lines are imports is still source.
+        let mut module = String::new();
+        for m in [
+            "os", "re", "sys", "json", "time", "typing", "pathlib", "logging",
+        ] {
+            module.push_str(&format!("import {m}\n"));
+        }
+        module.push_str("\n\ndef main():\n    return run()\n");
+        assert_eq!(detect(&module), Kind::Code);
+    }
 
     #[test]
     fn html_documents() {
