@@ -1,10 +1,12 @@
-//! What surrounds a tool output's body: kept verbatim, so the body alone is detected and compressed.
+//! What surrounds a tool output's body, taken off so the body alone is detected and compressed.
 //!
 //! In the request path [`super::compress`] first takes off what a harness or a client printed around the text a
 //! compressor can read: a Codex `exec_command` header, an HTTP response's status line and headers (`curl -i`), or a
 //! verbose client's whole trace — connection, TLS handshake, request and response headers before the body and its
-//! closing lines after it (`curl -v URL 2>&1`). Without this a JSON answer behind a trace is no JSON to the
-//! detector, and a trace full of braces (`{ [5 bytes data]`) reads as source code, which stays verbatim.
+//! closing lines after it (`curl -v URL 2>&1`). Headers and closing lines stay verbatim; a trace keeps its request
+//! and response lines and puts its chatter behind markers ([`compress_trace`]). Without this a JSON answer behind a
+//! trace is no JSON to the detector, and a trace full of braces (`{ [5 bytes data]`) reads as source code, which
+//! stays verbatim.
 
 use super::relevance::is_floor_line;
 use super::{Ctx, Tally, Unit};
