@@ -96,7 +96,8 @@ const FETCHERS: [&str; 7] = ["curl", "wget", "http", "https", "xh", "lynx", "w3m
 const FETCH_WORDS: [&str; 6] = ["fetch", "url", "web", "http", "browse", "browser"];
 
 /// Whether a tool call fetched something from the network: a shell command with a stage that runs a fetcher
-/// ([`FETCHERS`]; `cd` and pipes allowed), or a tool whose name says it fetches ([`FETCH_WORDS`]).
+/// (`curl`, `wget`, HTTPie, `xh`, `lynx`, `w3m`; `cd` and pipes allowed), or a tool whose name says it fetches
+/// (`fetch`, `url`, `web`, `http`, `browse`).
 pub fn fetches_page(tool: &str, arguments: &str) -> bool {
     if name_words(tool)
         .iter()
