@@ -374,6 +374,13 @@ fn compress(args: CompressArgs) -> ExitCode {
     };
     let mut keep_patterns = config.compress.keep_patterns.clone();
     keep_patterns.extend(args.keep);
+    // The shell call that printed the text, as the proxy would read its arguments.
+    let call = args
+        .command
+        .as_deref()
+        .map(|c| serde_json::json!({ "command": c }).to_string());
+    let call_says =
+        |says: fn(&str, &str) -> bool| call.as_deref().is_some_and(|a| says("shell", a));
     let report = ctxgate::ctxzip::report::offline(
         &text,
         &ctxgate::ctxzip::Options {
@@ -381,18 +388,8 @@ fn compress(args: CompressArgs) -> ExitCode {
             keep_patterns,
             compress_code: config.compress.code,
             notes: args.notes,
-            viewed_source: args.command.as_deref().is_some_and(|c| {
-                ctxgate::ctxzip::views::views_source_file(
-                    "shell",
-                    &serde_json::json!({ "command": c }).to_string(),
-                )
-            }),
-            fetched: args.command.as_deref().is_some_and(|c| {
-                ctxgate::ctxzip::views::fetches_page(
-                    "shell",
-                    &serde_json::json!({ "command": c }).to_string(),
-                )
-            }),
+            viewed_source: call_says(ctxgate::ctxzip::views::views_source_file),
+            fetched: call_says(ctxgate::ctxzip::views::fetches_page),
         },
     );
     let out = if args.json {

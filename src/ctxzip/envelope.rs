@@ -18,7 +18,8 @@ const MAX_TRACE_LINES: usize = 400;
 pub(super) struct Parts<'a> {
     /// A harness's header (Codex's `exec_command` lines down to `Output:`).
     pub exec: &'a str,
-    /// An HTTP response's status line and headers, or a verbose client's trace before the body.
+    /// An HTTP response's status line and headers, or a verbose client's trace before the body; empty when the
+    /// output is no HTTP response.
     pub head: &'a str,
     /// Whether `head` is a verbose trace ([`split_trace`]), whose chatter may be shortened ([`compress_trace`]).
     pub traced: bool,
@@ -30,8 +31,10 @@ pub(super) struct Parts<'a> {
 /// Cuts `original` into its [`Parts`].
 pub(super) fn split(original: &str) -> Parts<'_> {
     let (exec, rest) = split_exec_header(original);
-    let traced = split_trace(rest).is_some();
-    let (head, body) = split_http_head(rest);
+    let ((head, body), traced) = match split_trace(rest) {
+        Some(split) => (split, true),
+        None => (split_http_head(rest), false),
+    };
     let tail = if traced { trace_tail(body) } else { "" };
     Parts {
         exec,
@@ -40,11 +43,6 @@ pub(super) fn split(original: &str) -> Parts<'_> {
         body: &body[..body.len() - tail.len()],
         tail,
     }
-}
-
-/// Whether `original` is an HTTP response as a client printed it (its head, or a verbose trace, before the body).
-pub(super) fn is_http_exchange(original: &str) -> bool {
-    !split(original).head.is_empty()
 }
 
 /// A verbose trace with its chatter behind markers: the request and response lines (`> `, `< `), the line that
@@ -116,11 +114,8 @@ pub(super) fn split_exec_header(text: &str) -> (&str, &str) {
 
 /// An HTTP response printed whole (`curl -i`, `http --print=hb`): the status line and headers stay verbatim and
 /// the body is compressed as what it is (JSON, HTML, a log), so a large body no longer hides behind a head that
-/// no compressor recognises. A verbose client's trace before the body ([`split_trace`]) is such a head too.
+/// no compressor recognises. A verbose client's trace before the body is cut off by [`split_trace`] instead.
 pub(super) fn split_http_head(text: &str) -> (&str, &str) {
-    if let Some(split) = split_trace(text) {
-        return split;
-    }
     if !text.starts_with("HTTP/") {
         return ("", text);
     }

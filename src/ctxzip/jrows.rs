@@ -8,7 +8,7 @@
 //! `homepage`, …) documents rather than reports, so neither counts.
 
 use super::jscan::{Span, object_members, plain_str, scan_string};
-use super::relevance::{find_error_word, is_error_line};
+use super::relevance::{find_error_word, is_error_line, is_floor_line};
 
 /// Keys whose non-empty value marks an error record.
 const ERROR_KEYS: [&str; 13] = [
@@ -74,6 +74,13 @@ const DOC_KEYS: [&str; 16] = [
 
 fn key_in(key: &str, set: &[&str]) -> bool {
     set.iter().any(|k| k.eq_ignore_ascii_case(key))
+}
+
+/// Whether a JSON row (the value at `value`, written as `row`, with its key for a map's member) must be shown
+/// whole — never dropped, sampled away or written as its differences from another row: it reads as an error record,
+/// holds an error line, or holds a keep-pattern hit (`keep`).
+pub(crate) fn stays_whole(text: &str, value: Span, row: &str, keep: bool) -> bool {
+    keep || is_error_value(text, value) || row.split('\n').any(is_floor_line)
 }
 
 /// Whether the JSON value at `span` (already validated) reads like an error record.

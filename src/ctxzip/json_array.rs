@@ -10,13 +10,12 @@
 
 use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
-use super::jrows::{is_error_value, status_key, status_value};
+use super::jrows::{status_key, status_value, stays_whole};
 use super::jscan::{Member, Span, array_items, scan_string};
 use super::json_delta::{Reference, reduce_row};
 use super::json_object::compress_value;
 use super::json_seen::{Look, Step};
 use super::relevance::MAX_ERROR_LINE_BYTES;
-use super::relevance::is_floor_line;
 use super::{Ctx, Tally, Unit};
 
 /// Containers smaller than this (bytes) inside a document are left alone.
@@ -100,7 +99,7 @@ pub(crate) fn compress_container(
     for (i, e) in elems.iter().enumerate() {
         let hits = ctx.matcher.scan(&b[e.whole.start..e.whole.end]);
         let row = &text[e.whole.start..e.whole.end];
-        if hits.keep || is_error_value(text, e.value) || row.split('\n').any(is_floor_line) {
+        if stays_whole(text, e.value, row, hits.keep) {
             marks[i] = Mark::Protect;
         } else if hits.query != 0 {
             relevant.push((hits.score(), i));

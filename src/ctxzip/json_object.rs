@@ -7,7 +7,7 @@
 //! and re-encoded. Only the replaced spans change; everything between them is the original text. A Jupyter
 //! notebook keeps every cell and its source; only what its cells hold besides compresses ([`super::notebook`]).
 
-use super::jrows::is_error_value;
+use super::jrows::stays_whole;
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
 use super::json_delta::{Reference, reduce_row};
@@ -142,7 +142,12 @@ fn compress_object(
             _ => None,
         };
         if let Some((first, key)) = reference
-            && !stays_whole(text, m.value, ctx)
+            && !stays_whole(
+                text,
+                m.value,
+                m.value.of(text),
+                ctx.matcher.scan(m.value.of(text).as_bytes()).keep,
+            )
             && let Some((reduced, keys)) =
                 reduce_row(text, m.value, first, Reference::Member(key), ctx)
         {
@@ -193,17 +198,6 @@ fn compress_object(
     }
     out.push_str(text.get(copied_to..span.end)?);
     Some(out)
-}
-
-/// Whether the value at `span` must be shown whole rather than as its differences from another: it holds an
-/// error line or an error record, or a keep-pattern hit.
-fn stays_whole(text: &str, span: Span, ctx: &Ctx) -> bool {
-    let Some(raw) = text.get(span.start..span.end) else {
-        return true;
-    };
-    ctx.matcher.scan(raw.as_bytes()).keep
-        || is_error_value(text, span)
-        || raw.split('\n').any(is_floor_line)
 }
 
 /// What a deep container at `span` holds (its members or items) when it may go behind a marker whole: nothing in

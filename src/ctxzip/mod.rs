@@ -149,7 +149,7 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     let parts = envelope::split(original);
     let body = parts.body;
     let failing = verbatim::looks_like_error_output(original);
-    let detected = kind_of(original, body, opts);
+    let detected = kind_of(original, &parts, opts);
     let mut tally = Tally::default();
     let mut kind = detected;
     let first = if opts.notes && matches!(detected, Kind::Log | Kind::Lines) {
@@ -203,15 +203,16 @@ pub(crate) fn compress_hashed(original: &str, hash: String, opts: &Options) -> O
     })
 }
 
-/// The kind `original` (whose text past its headers is `body`) is compressed as: what its text looks like, except
+/// The kind `original` (cut into `parts` by [`envelope::split`]) is compressed as: what its text looks like, except
 /// that a command that failed printed a run — a test session showing its tests' source, a crash — not a file to
 /// edit, that the body of an HTTP response (`curl -i` of a page: HTML, its inline CSS and scripts) is what a server
 /// sent, not a file to edit either — and so is a whole HTML document a call fetched ([`Options::fetched`]: `curl -s`
 /// of a page, a fetch tool's answer) — and that what a call showed of a source file ([`Options::viewed_source`]) is
 /// source.
-pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
+fn kind_of(original: &str, parts: &envelope::Parts<'_>, opts: &Options) -> Kind {
     let exited_with_failure = verbatim::exited_with_failure(original);
-    let http_response = envelope::is_http_exchange(original);
+    let http_response = !parts.head.is_empty();
+    let body = parts.body;
     match detect(body) {
         Kind::Code if exited_with_failure => Kind::Log,
         Kind::Code if http_response => Kind::Lines,
@@ -223,13 +224,6 @@ pub(crate) fn kind_of(original: &str, body: &str, opts: &Options) -> Kind {
         }
         kind => kind,
     }
-}
-
-/// The text of `original` between its headers (an exec header, an HTTP response's head, a verbose client's trace)
-/// and a verbose client's closing lines: what [`detect`] reads and the compressors shorten, the rest staying as
-/// it is.
-pub(crate) fn body_of(original: &str) -> &str {
-    envelope::split(original).body
 }
 
 /// Whether every floor line of `original` ([`is_floor_line`]) is a whole line of `compressed`.

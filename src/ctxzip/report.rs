@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use std::collections::HashSet;
 
-use super::{Options, body_of, compress, estimate_tokens, hash_of, is_floor_line, kind_of};
+use super::{Options, compress, envelope, estimate_tokens, hash_of, is_floor_line, kind_of};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct OfflineReport {
@@ -34,7 +34,7 @@ pub struct OfflineReport {
 }
 
 pub fn offline(text: &str, opts: &Options) -> OfflineReport {
-    let kind = kind_of(text, body_of(text), opts);
+    let kind = kind_of(text, &envelope::split(text), opts);
     let found = compress(text, opts);
     let result = found
         .as_ref()

@@ -2,7 +2,7 @@
 //! off, an HTTP response's head kept, a commit's patch taken for a diff, trivial inputs left alone, the agent's notes cut to a head and tail — and
 //! that a big log keeps its errors and compresses the same way every time.
 
-use super::envelope::{split_exec_header, split_http_head};
+use super::envelope::{split, split_exec_header, split_http_head};
 use super::*;
 
 #[test]
@@ -205,9 +205,9 @@ fn a_trace_keeps_its_error_lines_and_only_a_trace_with_an_answer_counts() {
     );
     // Bullets and quotes that never show a response are no trace.
     let notes = "* first point\n> a quote\n* second point\n";
-    assert_eq!(split_http_head(notes), ("", notes));
+    assert_eq!(split(notes).head, "");
     let unanswered = curl_trace("h").replace("< HTTP/2 200 \n", "");
-    assert_eq!(split_http_head(&unanswered).0, "");
+    assert_eq!(split(&unanswered).head, "");
 }
 
 /// `git show` and `git log -p`: the commit's header and message come first, then the patch, whose every
