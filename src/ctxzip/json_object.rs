@@ -248,17 +248,18 @@ fn is_link(text: &str, m: &Member) -> bool {
 
 /// Whether an object is a map (keys are data: model names, versions, paths) rather than a record (keys are
 /// field names): many members whose values share one JSON type — containers, or scalars in large numbers.
+/// Objects and lists count as one type: a map may hold a record for one key and a list of them for another
+/// (`npm outdated --json` lists a package installed at two versions as an array of its two records).
 fn is_map(b: &[u8], members: &[Member]) -> bool {
     if members.len() <= MAP_MIN_MEMBERS {
         return false;
     }
-    let mut classes = [0usize; 4];
+    let mut classes = [0usize; 3];
     for m in members {
         let class = match b.get(m.value.start) {
-            Some(b'{') => 0,
-            Some(b'[') => 1,
-            Some(b'"') => 2,
-            _ => 3,
+            Some(b'{' | b'[') => 0,
+            Some(b'"') => 1,
+            _ => 2,
         };
         classes[class] += 1;
     }
@@ -266,8 +267,8 @@ fn is_map(b: &[u8], members: &[Member]) -> bool {
         .iter()
         .enumerate()
         .max_by_key(|(_, c)| **c)
-        .unwrap_or((3, &0));
-    count * 10 >= members.len() * 9 && (class <= 1 || members.len() > MAP_MIN_SCALARS)
+        .unwrap_or((2, &0));
+    count * 10 >= members.len() * 9 && (class == 0 || members.len() > MAP_MIN_SCALARS)
 }
 
 /// A long string: text with lines goes through the text compressors, one long line is shortened.
@@ -577,6 +578,38 @@ mod tests {
         assert_eq!(
             v["versions"]["1.4.0"]["_keys_not_shown_are_as_in_member"], "1.0.0",
             "{out}"
+        );
+    }
+
+    /// `npm outdated --json`: one record per package, a list of records for a package installed at several
+    /// versions. Objects and lists together make the map; its members are sampled like any map's.
+    #[test]
+    fn a_map_of_records_and_lists_of_records_is_sampled() {
+        let mut doc = serde_json::Map::new();
+        for i in 0..120 {
+            let record = |dependent: &str| {
+                serde_json::json!({"current": format!("1.{i}.0"), "wanted": format!("1.{i}.0"),
+                    "latest": format!("2.{i}.1"), "dependent": dependent,
+                    "location": format!("/srv/app/node_modules/pkg-{i}")})
+            };
+            let value = if i % 3 == 0 {
+                serde_json::json!([record("express"), record("body-parser")])
+            } else {
+                record("app")
+            };
+            doc.insert(format!("pkg-{i}"), value);
+        }
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let shown = v.as_object().cloned().unwrap_or_default();
+        assert!(shown.contains_key("_ctxzip") && shown.len() < 40, "{out}");
+        assert_eq!(shown.get("pkg-0"), doc.get("pkg-0"), "{out}");
+        assert!(
+            out.len() * 4 < text.len(),
+            "{} of {}",
+            out.len(),
+            text.len()
         );
     }
 
