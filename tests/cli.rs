@@ -29,12 +29,15 @@ fn compress_prints_what_the_model_would_see_and_its_stats() {
     assert!(text.contains("kind: log"));
     assert!(text.contains(&format!("hash: {hash}")));
     assert!(text.contains("(0 missing)"));
+    // Every error line (the floor's words: error, fail, exception…) stays; warnings may go to the marker once a few
+    // of their kind are shown (this build prints one build-script warning per compiled C file).
     for line in original
         .lines()
-        .filter(|l| ctxgate::ctxzip::is_error_line(l))
+        .filter(|l| ctxgate::ctxzip::is_floor_line(l))
     {
         assert!(text.contains(line), "error line lost: {line}");
     }
+    assert!(text.contains("warning: aws-lc-sys@0.47.0: Compilation of "));
 
     let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
         .args([

@@ -455,21 +455,46 @@ pub(crate) fn is_log_like(line: &str) -> bool {
     {
         return true;
     }
-    // A timestamp (2024-01-31… or 12:34:56) at the start.
-    let b = t.as_bytes();
-    let date =
-        b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-';
-    let time =
-        b.len() >= 8 && b[..2].iter().all(u8::is_ascii_digit) && b[2] == b':' && b[5] == b':';
-    date || time
+    starts_with_timestamp(t)
         || [" INFO ", " WARN ", " ERROR ", " DEBUG ", "[info]", "[warn]"]
             .iter()
             .any(|w| t.contains(w))
 }
 
+/// Whether a line opens with a timestamp: a date (`2024-01-31…`, `2024/01/31 …`) or a time of day (`12:34:56`).
+pub(crate) fn starts_with_timestamp(line: &str) -> bool {
+    let b = line.as_bytes();
+    let date = b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && matches!(b[4], b'-' | b'/')
+        && b[7] == b[4];
+    let time =
+        b.len() >= 8 && b[..2].iter().all(u8::is_ascii_digit) && b[2] == b':' && b[5] == b':';
+    date || time
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_open_log_records() {
+        for line in [
+            "2026-12-04T23:16:07.123Z INFO started",
+            "2026/12/04 23:16:07 [notice] 14141#14141: nginx/1.22.1",
+            "23:16:07 WARN slow",
+        ] {
+            assert!(starts_with_timestamp(line), "{line}");
+        }
+        for line in [
+            "2026 was a year",
+            "12:3:45 not a time",
+            "  2026-12-04 indented",
+            "1234-56",
+        ] {
+            assert!(!starts_with_timestamp(line), "{line}");
+        }
+    }
 
     #[test]
     fn a_report_whose_lines_share_one_label_is_no_source() {

@@ -107,6 +107,12 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 /// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
 /// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
 const MAX_WARNING_LINES: usize = 32;
+/// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
+/// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
+/// compiler that finds the same thing in forty places prints forty diagnostics, and the first few show what it is
+/// and where it looks. Kinds differ, so a build's other kinds of warnings still get their place under
+/// [`MAX_WARNING_LINES`].
+const MAX_WARNINGS_OF_A_KIND: u8 = 3;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
 const CHEAP_GAP: usize = 100;
@@ -355,7 +361,7 @@ fn select(
     let n = recs.len();
     let mut keep = vec![false; n];
     // Lines no error line's context may keep: the frames of a traceback printed again ([`regions::mark`]).
-    let mut repeated = vec![false; if p.regions == Regions::Runs { n } else { 0 }];
+    let mut repeated = vec![false; if p.regions == Regions::None { 0 } else { n }];
     keep.iter_mut().take(p.head).for_each(|k| *k = true);
     keep.iter_mut()
         .skip(n.saturating_sub(p.tail))
@@ -366,11 +372,12 @@ fn select(
     match p.regions {
         Regions::None => {}
         Regions::Runs => regions::mark(texts, &mut keep, &mut repeated),
-        Regions::TestReport => super::testxml::mark(texts, &mut keep),
+        Regions::TestReport => super::testxml::mark(texts, &mut keep, &mut repeated),
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
     let mut warnings_left = MAX_WARNING_LINES;
+    let mut kinds: FastMap<u64, u8> = FastMap::default();
     let mut other = keep.clone();
     // A headed table's odd rows (`CrashLoopBackOff`, `0/1`, `Exited (137)`) stay like floor lines: gathered after
     // a marker in a listing, each in its place otherwise.
@@ -397,6 +404,11 @@ fn select(
             if warnings_left == 0 {
                 continue;
             }
+            let of_kind = kinds.entry(warning_kind(recs[i].text)).or_insert(0);
+            if *of_kind >= MAX_WARNINGS_OF_A_KIND {
+                continue;
+            }
+            *of_kind += 1;
             warnings_left -= 1;
         }
         *copies += 1;
@@ -411,13 +423,17 @@ fn select(
             (i.saturating_sub(p.before)..i).rev(),
             &mut context_left,
         );
-        let after = mark_context(
-            &mut keep,
-            recs,
-            &repeated,
-            (i + 1)..(i + 1 + p.after).min(n),
-            &mut context_left,
-        );
+        // The context after an error line ends where the next error or warning line starts: that one is a
+        // diagnostic of its own, kept or left to the marker by its own count and kind. It also ends at a log's
+        // next timestamped record: what a compiler or a runtime prints under an error (its location, notes,
+        // frames) carries no timestamp of its own, while the next record of a service's log is another event.
+        let next = (i + 1..(i + 1 + p.after).min(n))
+            .find(|&j| {
+                flags[j] & (ERROR | FLOOR) != 0
+                    || super::detect::starts_with_timestamp(recs[j].text)
+            })
+            .unwrap_or((i + 1 + p.after).min(n));
+        let after = mark_context(&mut keep, recs, &repeated, (i + 1)..next, &mut context_left);
         // An error line with context stays with it; one whose context ended at once stands alone.
         other[i] = before || after;
     }
@@ -608,6 +624,44 @@ fn is_path_header(line: &str) -> bool {
 /// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
 /// blank line: the location and notes of a diagnostic, not the next command line of a build, nor the frames of a
 /// traceback already shown (`repeated`, one flag per record or none). Whether the error line has any context there.
+/// What kind of warning a line reports, as a hash: the line from its first error or warning word on (what comes
+/// before is where: a path, a line number, a log prefix), without the names and numbers in it — quoted spans
+/// (`` `x` ``, `‘x’`, `'x'`, `"x"`) and digits. `src/a.c:12:3: warning: unused parameter ‘argc’
+/// [-Wunused-parameter]` and `src/b.c:90:7: warning: unused parameter ‘pApi’ [-Wunused-parameter]` are one kind;
+/// a line without such a word is its own kind, names and numbers aside.
+fn warning_kind(line: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let b = line.as_bytes();
+    let from = super::relevance::find_error_word(b, 0).map_or(0, |(start, _)| start);
+    let mut h = rustc_hash::FxHasher::default();
+    let mut chars = line[from..].char_indices().peekable();
+    let mut prev_word = false;
+    while let Some((_, c)) = chars.next() {
+        let close = match c {
+            '`' => Some('`'),
+            '‘' => Some('’'),
+            '"' => Some('"'),
+            '\'' if !prev_word => Some('\''),
+            _ => None,
+        };
+        if let Some(close) = close {
+            // The quoted name is skipped up to its closing quote (or the line's end).
+            for (_, q) in chars.by_ref() {
+                if q == close {
+                    break;
+                }
+            }
+            prev_word = false;
+            continue;
+        }
+        prev_word = c.is_alphanumeric();
+        if !c.is_ascii_digit() {
+            c.hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
 fn mark_context(
     keep: &mut [bool],
     recs: &[Rec<'_>],

@@ -337,7 +337,8 @@ fn a_flood_of_warnings_keeps_the_first_ones_and_every_floor_line() {
     let mut text = String::new();
     for i in 0..300 {
         text.push_str(&format!("   Compiling unit_{i} v0.1.0\n"));
-        text.push_str(&format!("warning: unused variable: `v{i}`\n"));
+        // Each warning of its own kind ([`warning_kind`]): a name in letters, not in the digits a kind ignores.
+        text.push_str(&format!("warning: unused {}: `v{i}`\n", letters(i)));
         text.push_str(&format!("  --> src/unit_{i}.rs:{i}:9\n\n"));
         if i % 60 == 59 {
             text.push_str(&format!("error[E0308]: mismatched types in unit_{i}\n\n"));
@@ -345,12 +346,13 @@ fn a_flood_of_warnings_keeps_the_first_ones_and_every_floor_line() {
     }
     let out =
         compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
-    let shown = out.matches("warning: unused variable").count();
+    let shown = out.matches("warning: unused ").count();
     assert_eq!(shown, MAX_WARNING_LINES, "{out}");
     for i in 0..MAX_WARNING_LINES {
         assert!(
             out.contains(&format!(
-                "warning: unused variable: `v{i}`\n  --> src/unit_{i}.rs:{i}:9\n"
+                "warning: unused {}: `v{i}`\n  --> src/unit_{i}.rs:{i}:9\n",
+                letters(i)
             )),
             "{out}"
         );
@@ -372,8 +374,9 @@ fn a_flood_of_warnings_keeps_the_first_ones_and_every_floor_line() {
     let few: String = (0..20)
         .map(|i| {
             format!(
-                "{}warning: slow step {i}\n  took {i} s\n\n",
-                format!("step {i}: fetching the inputs of this step from the cache\n").repeat(3)
+                "{}warning: slow step {}\n  took {i} s\n\n",
+                format!("step {i}: fetching the inputs of this step from the cache\n").repeat(3),
+                letters(i)
             )
         })
         .collect();
@@ -381,10 +384,101 @@ fn a_flood_of_warnings_keeps_the_first_ones_and_every_floor_line() {
         compress_with(&few, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
     for i in 0..20 {
         assert!(
-            out.contains(&format!("warning: slow step {i}\n  took {i} s\n")),
+            out.contains(&format!(
+                "warning: slow step {}\n  took {i} s\n",
+                letters(i)
+            )),
             "{out}"
         );
     }
+}
+
+/// `i` in lowercase letters (`a`, `b`, …, `ba`): a name that makes each warning a kind of its own, where digits
+/// would not ([`warning_kind`] ignores them).
+fn letters(mut i: usize) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(b'a' + (i % 26) as u8);
+        i /= 26;
+        if i == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A compiler that reports one thing in many places (gcc's `-Wimplicit-fallthrough` forty times) shows the first
+/// few of each kind with their code and caret; the others go to the marker, and a later warning of another kind
+/// still gets its place.
+#[test]
+fn warnings_of_one_kind_keep_the_first_few_and_other_kinds_their_place() {
+    // The head (what ran) comes first, so that no warning is kept for being in it.
+    let mut text: String = (0..20)
+        .map(|i| format!("cc -c src/pre{i}.c -o pre{i}.o\n"))
+        .collect();
+    text.push_str("cc -c src/big.c -o big.o -Wall -Wextra\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "src/big.c: In function \u{2018}step{i}\u{2019}:\nsrc/big.c:{}:9: warning: this statement may fall through [-Wimplicit-fallthrough=]\n {} |   case {i}: v += {i};\n      |         ^~~~\n",
+            100 + i * 7,
+            100 + i * 7
+        ));
+    }
+    text.push_str("src/big.c:900:12: warning: unused parameter \u{2018}argc\u{2019} [-Wunused-parameter]\n 900 | int main(int argc, char **argv)\n     |            ^~~~\n");
+    for i in 0..60 {
+        text.push_str(&format!("cc -c src/part{i}.c -o part{i}.o\n"));
+    }
+    text.push_str("ar cr libbig.a big.o\n");
+    let out =
+        compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
+    let shown = out.matches("may fall through").count();
+    assert_eq!(shown, usize::from(MAX_WARNINGS_OF_A_KIND), "{out}");
+    for i in 0..usize::from(MAX_WARNINGS_OF_A_KIND) {
+        let line = 100 + i * 7;
+        assert!(
+            out.contains(&format!(
+                "src/big.c:{line}:9: warning: this statement may fall through [-Wimplicit-fallthrough=]\n {line} |   case {i}: v += {i};\n      |         ^~~~\n"
+            )),
+            "{out}"
+        );
+    }
+    assert!(
+        out.contains("src/big.c:900:12: warning: unused parameter \u{2018}argc\u{2019} [-Wunused-parameter]\n 900 | int main(int argc, char **argv)\n"),
+        "{out}"
+    );
+    assert!(
+        out.len() * 2 < text.len(),
+        "{} of {}",
+        out.len(),
+        text.len()
+    );
+}
+
+#[test]
+fn a_warnings_kind_is_its_message_without_place_names_or_numbers() {
+    let kind = |l: &str| warning_kind(l);
+    assert_eq!(
+        kind("src/a.c:12:3: warning: unused parameter \u{2018}argc\u{2019} [-Wunused-parameter]"),
+        kind("lib/b.c:900:17: warning: unused parameter \u{2018}pApi\u{2019} [-Wunused-parameter]")
+    );
+    assert_eq!(
+        kind("warning: unused variable: `timer`"),
+        kind("warning: unused variable: `v12`")
+    );
+    assert_eq!(
+        kind("  12:5  warning  'x' is defined but never used  no-unused-vars"),
+        kind("  40:17  warning  'longName' is defined but never used  no-unused-vars")
+    );
+    // Another message, another kind; an apostrophe inside a word opens no quote.
+    assert_ne!(
+        kind("src/a.c:12:3: warning: unused parameter \u{2018}argc\u{2019} [-Wunused-parameter]"),
+        kind("src/a.c:12:3: warning: this statement may fall through [-Wimplicit-fallthrough=]")
+    );
+    assert_ne!(
+        kind("warning: can't stat 'a'"),
+        kind("warning: can't open 'a'")
+    );
 }
 
 #[test]

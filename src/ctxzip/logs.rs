@@ -86,4 +86,38 @@ mod tests {
         assert!(out.contains("3  |     let timer = 1;\n"));
         assert!(out.contains("(Compiling "));
     }
+
+    /// A service's log: an error record's context is what follows it without a timestamp (a traceback, a
+    /// continued message), not the next records, which are other events.
+    #[test]
+    fn an_error_records_context_ends_at_the_next_timestamped_record() {
+        let mut text = String::new();
+        for i in 0..300 {
+            text.push_str(&format!(
+                "2026/12/04 23:16:{:02} [info] 14144#14144: *{i} client 127.0.0.1 closed keepalive connection\n",
+                i % 60
+            ));
+            if i % 50 == 25 {
+                text.push_str(&format!(
+                    "2026/12/04 23:16:{:02} [error] 14144#14144: *{i} open() \"/srv/www/missing-{i}.css\" failed (2: No such file or directory)\n",
+                    i % 60
+                ));
+                text.push_str("    while serving a static file\n");
+            }
+        }
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        for i in (25..300).step_by(50) {
+            let error = format!(
+                "[error] 14144#14144: *{i} open() \"/srv/www/missing-{i}.css\" failed (2: No such file or directory)\n    while serving a static file\n"
+            );
+            assert!(out.contains(&error), "{out}");
+            // The record after it is not kept as its context.
+            assert!(
+                !out.contains(&format!("*{} client 127.0.0.1 closed", i + 1)),
+                "{out}"
+            );
+        }
+        assert!(super::super::keeps_floor(&text, &out));
+    }
 }

@@ -27,7 +27,7 @@ mod goroutines;
 mod gotest;
 mod numbered;
 mod sanitizer;
-mod shared;
+pub(crate) mod shared;
 
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;

@@ -73,9 +73,13 @@ pub(crate) fn is_report(text: &str) -> bool {
     ELEMENTS.iter().any(|e| window.contains(e))
 }
 
-/// Marks every failure element in `lines` as kept, from the line naming its test through its closing tag.
-pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
-    let n = lines.len().min(keep.len());
+/// Marks every failure element in `lines` as kept, from the line naming its test through its closing tag. A
+/// failure's stack frames that a failure above already showed (JUnit's runner and surefire's booter under every
+/// failing test: forty lines of each stack) are marked `repeated` instead, in runs, as a log's shared frames are
+/// ([`super::regions::shared`]): each failure keeps its message and its own frames.
+pub(crate) fn mark<'a>(lines: &'a [&'a str], keep: &mut [bool], repeated: &mut [bool]) {
+    let n = lines.len().min(keep.len()).min(repeated.len());
+    let mut shown = super::regions::shared::Shown::default();
     let mut i = 0;
     while i < n {
         let t = lines[i].trim_start();
@@ -112,6 +116,14 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool]) {
                 .iter_mut()
                 .for_each(|k| *k = true);
         }
+        // Between the element's opening and closing lines: its tags stay whatever the frames do.
+        shown.collapse(
+            lines,
+            i + 1..end.saturating_sub(1),
+            super::regions::shared::Frames::Lines,
+            keep,
+            repeated,
+        );
         i = end.max(i + 1);
     }
 }
@@ -262,6 +274,54 @@ mod tests {
         );
     }
 
+    /// A surefire report with several failing tests: each failure keeps its message, its own frames and its
+    /// `Caused by`, and the runner frames every one of them shares are shown once.
+    #[test]
+    fn failures_show_the_frames_they_share_with_one_above_once() {
+        let runner: String = (0..30)
+            .map(|f| {
+                format!(
+                    "\tat org.junit.runners.ParentRunner.step{f}(ParentRunner.java:{})\n",
+                    100 + f
+                )
+            })
+            .collect();
+        let mut text = String::from(
+            "<?xml version=\"1.0\"?>\n<testsuite name=\"LedgerTest\" tests=\"60\" failures=\"3\">\n",
+        );
+        for t in 0..60 {
+            text.push_str(&format!(
+                "  <testcase name=\"case{t}\" classname=\"org.example.LedgerTest\" time=\"0.001\">\n"
+            ));
+            if t % 20 == 7 {
+                text.push_str(&format!(
+                    "    <failure message=\"expected {t}\" type=\"java.lang.AssertionError\">java.lang.AssertionError: expected {t}\n\tat org.example.LedgerTest.case{t}(LedgerTest.java:{t})\n{runner}</failure>\n"
+                ));
+            }
+            text.push_str("  </testcase>\n");
+        }
+        text.push_str("</testsuite>\n");
+        let c = compress_text(&text, &Options::default());
+        assert!(c.is_some(), "a report this size compresses");
+        let out = c.map(|c| c.text).unwrap_or_default();
+        let out = &out;
+        for t in [7, 27, 47] {
+            assert!(
+                out.contains(&format!("java.lang.AssertionError: expected {t}\n\tat org.example.LedgerTest.case{t}(LedgerTest.java:{t})\n")),
+                "{out}"
+            );
+        }
+        // The first failure shows the runner's frames; the two after it point back to them.
+        assert_eq!(out.matches("ParentRunner.step12(").count(), 1, "{out}");
+        assert_eq!(
+            out.matches("(the same stack frames as above)").count(),
+            2,
+            "{out}"
+        );
+        assert_eq!(out.matches("</failure>").count(), 3, "{out}");
+        assert!(keeps_floor(&text, out));
+    }
+
     #[test]
     fn only_reports_are_reports() {
         assert!(is_report(
@@ -294,12 +354,12 @@ mod tests {
             "</UnitTestResult>",
         ];
         let mut keep = vec![false; lines.len()];
-        mark(&lines, &mut keep);
+        mark(&lines, &mut keep, &mut vec![false; lines.len()]);
         assert_eq!(keep, [true, true, true, true, true, false, false]);
         let skipped = lines.map(|l| l.replace("Failed", "NotExecuted"));
         let skipped: Vec<&str> = skipped.iter().map(String::as_str).collect();
         let mut keep = vec![false; lines.len()];
-        mark(&skipped, &mut keep);
+        mark(&skipped, &mut keep, &mut vec![false; lines.len()]);
         assert!(
             keep.iter().all(|k| !k),
             "a skipped test's reason is not a failure"

@@ -18,13 +18,13 @@ const MIN_LINE_RUN: usize = 3;
 
 /// The frames shown so far in the output's stacks, each as its lines.
 #[derive(Default)]
-pub(super) struct Shown<'a> {
+pub(crate) struct Shown<'a> {
     frames: HashSet<&'a [&'a str]>,
 }
 
 /// How a stack's lines divide into frames.
 #[derive(Clone, Copy)]
-pub(super) enum Frames {
+pub(crate) enum Frames {
     /// A Python traceback's: a `File "…", line N, in f` line and the source (and caret) lines indented under it.
     Python,
     /// One line each (`at …` frames of the JVM, Node, .NET).
@@ -34,7 +34,7 @@ pub(super) enum Frames {
 impl<'a> Shown<'a> {
     /// Marks as `repeated` (and not kept) the runs of frames in `lines[range]` that a stack above showed, and
     /// records the frames of this stack that stay visible. Runs shorter than the kind's minimum stay.
-    pub(super) fn collapse(
+    pub(crate) fn collapse(
         &mut self,
         lines: &'a [&'a str],
         range: Range<usize>,
