@@ -4,13 +4,16 @@
 //! shape: small fields are copied byte for byte, large arrays go to the array compressor, large objects are
 //! walked again (to a bounded depth), objects with many members are treated as maps (rows = members), and
 //! long strings are decoded, compressed as text (a log inside `"stdout"` keeps its error lines) or shortened,
-//! and re-encoded. Only the replaced spans change; everything between them is the original text. A Jupyter
-//! notebook keeps every cell and its source; only what its cells hold besides compresses ([`super::notebook`]).
+//! and re-encoded. Only the replaced spans change; everything between them is the original text, except that the
+//! result's small multi-line containers are then written on one line ([`json_fold`]), which alone may pay for a
+//! document whose rows all stay. A Jupyter notebook keeps every cell and its source; only what its cells hold
+//! besides compresses ([`super::notebook`]).
 
 use super::jrows::stays_whole;
 use super::jscan::{Member, Span, array_items, object_members, plain_str, top_value};
 use super::json_array::{Elem, FIELD_MIN, compress_array, compress_container};
 use super::json_delta::{Reference, reduce_row};
+use super::json_fold;
 use super::json_seen::{Look, Step};
 use super::relevance::{has_floor_word, is_error_line, is_floor_line};
 use super::truncate::{shorten_armored, shorten_to};
@@ -40,11 +43,60 @@ pub(crate) fn compress_document(
     tally: &mut Tally,
 ) -> Option<String> {
     let span = top_value(text)?;
-    let inner = compress_value(text, span, ctx, depth, tally)?;
+    let Some(inner) = compress_value(text, span, ctx, depth, tally) else {
+        // Nothing to drop (every row an error the floor keeps whole): the layout alone may still be worth a marker.
+        return (depth == 0)
+            .then(|| fold_alone(text, span, ctx, tally))
+            .flatten();
+    };
     let mut out = String::with_capacity(inner.len() + 2);
     out.push_str(text.get(..span.start)?);
     out.push_str(&inner);
     out.push_str(text.get(span.end..)?);
+    if depth == 0 {
+        if let Some((folded, _)) = json_fold::fold(&out, &ctx.matcher) {
+            return Some(folded);
+        }
+    }
+    Some(out)
+}
+
+/// A document the compressors left whole, with its small containers folded ([`json_fold`]) and, as its first member,
+/// a marker that names the original (whose exact layout expands): an object only, where a member can say so
+/// without changing what the document holds.
+fn fold_alone(text: &str, span: Span, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
+    let b = text.as_bytes();
+    if b.get(span.start) != Some(&b'{') {
+        return None;
+    }
+    let members = object_members(b, span)?;
+    let first = members.first()?;
+    if members
+        .iter()
+        .any(|m| text.get(m.key.start..m.key.end) == Some("\"_ctxzip\""))
+    {
+        return None;
+    }
+    let (folded, saved) = json_fold::fold(text, &ctx.matcher)?;
+    // The layout between `{` and the first member (`\n    `) is the same in the folded text: it opens no container.
+    let gap = text.get(span.start + 1..first.key.start)?;
+    let at = span.start + 1 + gap.len();
+    if folded.get(span.start + 1..at) != Some(gap) {
+        return None;
+    }
+    let note = serde_json::to_string(&format!(
+        "{} (the layout: small objects and lists written on one line)",
+        ctx.marker(saved, Unit::Lines)
+    ))
+    .ok()?;
+    let mut out = String::with_capacity(folded.len() + note.len() + gap.len() + 16);
+    out.push_str(folded.get(..at)?);
+    out.push_str("\"_ctxzip\": ");
+    out.push_str(&note);
+    out.push(',');
+    out.push_str(gap);
+    out.push_str(folded.get(at..)?);
+    tally.add(Unit::Lines, saved);
     Some(out)
 }
 
@@ -579,6 +631,44 @@ mod tests {
             v["versions"]["1.4.0"]["_keys_not_shown_are_as_in_member"], "1.0.0",
             "{out}"
         );
+    }
+
+    /// pyright's `--outputjson`: every diagnostic is an error row the floor keeps whole, so nothing is dropped, but
+    /// each row's `range` goes on one line, and a first member names the original whose layout expands.
+    #[test]
+    fn a_document_whose_rows_all_stay_is_folded_and_names_its_original() {
+        let rows: Vec<serde_json::Value> = (0..60)
+            .map(|i| {
+                serde_json::json!({"file": format!("/src/pkg/mod{}.py", i % 7), "severity": "error",
+                    "message": format!("\"x{i}\" is possibly unbound"),
+                    "range": {"start": {"line": i, "character": 4}, "end": {"line": i, "character": 9}},
+                    "rule": "reportPossiblyUnbound"})
+            })
+            .collect();
+        let doc = serde_json::json!({"version": "1.1.414", "generalDiagnostics": rows,
+            "summary": {"errorCount": 60, "warningCount": 0}});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        assert!(
+            out.starts_with("{\n  \"_ctxzip\": \"<<ctxzip:0123456789ab "),
+            "{out}"
+        );
+        let mut v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("_ctxzip");
+        }
+        assert_eq!(v, doc, "the same document but the marker member");
+        assert!(out.contains("\"range\": {\"start\": {\"line\": 7, \"character\": 4}, \"end\": {\"line\": 7, \"character\": 9}},\n"), "{out}");
+        assert!(super::super::keeps_floor(&text, &out));
+        assert!(
+            out.len() * 10 < text.len() * 8,
+            "{} of {}",
+            out.len(),
+            text.len()
+        );
+        // A list has no member to carry the marker: it stays as it is when nothing else is compressed.
+        let list = serde_json::to_string_pretty(&doc["generalDiagnostics"]).unwrap_or_default();
+        assert_eq!(run(&list), None);
     }
 
     /// `npm outdated --json`: one record per package, a list of records for a package installed at several

@@ -18,6 +18,7 @@ mod jrows;
 mod jscan;
 mod json_array;
 mod json_delta;
+mod json_fold;
 mod json_object;
 mod json_seen;
 mod lines;
