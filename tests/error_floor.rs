@@ -1756,3 +1756,36 @@ async fn a_report_reaches_the_upstream_with_its_findings_and_its_deep_bulk_behin
         "{received}"
     );
 }
+
+#[tokio::test]
+async fn a_json_report_whose_rows_are_all_errors_reaches_the_upstream_folded_with_every_row() {
+    // pyright's `--outputjson`: every diagnostic is an error row the floor keeps whole; only its layout is folded.
+    let (mock, proxy) = mock_and_proxy().await;
+    let rows: Vec<Value> = (0..80)
+        .map(|i| {
+            json!({"file": format!("/src/pkg/flow{}.py", i % 9), "severity": "error",
+                "message": format!("\"edge_{i}\" is possibly unbound"),
+                "range": {"start": {"line": 10 + i, "character": 4}, "end": {"line": 10 + i, "character": 12}},
+                "rule": "reportPossiblyUnbound"})
+        })
+        .collect();
+    let doc = json!({"version": "1.1.414", "generalDiagnostics": rows,
+        "summary": {"filesAnalyzed": 9, "errorCount": 80}});
+    let report = serde_json::to_string_pretty(&doc).unwrap();
+    let call = (
+        "pyright",
+        "Fix the type errors.",
+        "pyright --outputjson src/pkg",
+    );
+    let received = output_received(&mock, &proxy, call, &report).await;
+    assert!(received.contains("<<ctxzip:"), "{received}");
+    assert_shrinks(&report, &received, (9, 10));
+    // The same value but the marker member: every row and key is there.
+    let mut value: Value = serde_json::from_str(&received).unwrap();
+    value.as_object_mut().unwrap().remove("_ctxzip");
+    assert_eq!(value, doc);
+    assert_visible(
+        &received,
+        report.lines().filter(|l| ctxgate::ctxzip::is_floor_line(l)),
+    );
+}
