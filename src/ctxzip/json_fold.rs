@@ -69,11 +69,14 @@ fn write_value(
 /// stay a whole line of the result. That is the whole lines, from the start of the one its `{` stands on (the key
 /// before it: `"error-ex": {`) to the end of the one its `}` closes (`},`).
 fn may_fold(text: &str, span: Span, matcher: &Matcher) -> bool {
-    let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[span.end..]
-        .find('\n')
-        .map_or(text.len(), |i| span.end + i);
-    let lines = &text[start..end];
+    let (Some(before), Some(after)) = (text.get(..span.start), text.get(span.end..)) else {
+        return false;
+    };
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let end = after.find('\n').map_or(text.len(), |i| span.end + i);
+    let Some(lines) = text.get(start..end) else {
+        return false;
+    };
     !lines.split('\n').any(is_floor_line) && !matcher.scan(lines.as_bytes()).keep
 }
 

@@ -621,9 +621,6 @@ fn is_path_header(line: &str) -> bool {
         && (t.contains('/') || t.contains('\\') || extension)
 }
 
-/// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
-/// blank line: the location and notes of a diagnostic, not the next command line of a build, nor the frames of a
-/// traceback already shown (`repeated`, one flag per record or none). Whether the error line has any context there.
 /// What kind of warning a line reports, as a hash: the line from its first error or warning word on (what comes
 /// before is where: a path, a line number, a log prefix), without the names and numbers in it — quoted spans
 /// (`` `x` ``, `‘x’`, `'x'`, `"x"`) and digits. `src/a.c:12:3: warning: unused parameter ‘argc’
@@ -634,9 +631,9 @@ fn warning_kind(line: &str) -> u64 {
     let b = line.as_bytes();
     let from = super::relevance::find_error_word(b, 0).map_or(0, |(start, _)| start);
     let mut h = rustc_hash::FxHasher::default();
-    let mut chars = line[from..].char_indices().peekable();
+    let mut chars = line.get(from..).unwrap_or(line).chars();
     let mut prev_word = false;
-    while let Some((_, c)) = chars.next() {
+    while let Some(c) = chars.next() {
         let close = match c {
             '`' => Some('`'),
             '‘' => Some('’'),
@@ -646,7 +643,7 @@ fn warning_kind(line: &str) -> u64 {
         };
         if let Some(close) = close {
             // The quoted name is skipped up to its closing quote (or the line's end).
-            for (_, q) in chars.by_ref() {
+            for q in chars.by_ref() {
                 if q == close {
                     break;
                 }
@@ -662,6 +659,9 @@ fn warning_kind(line: &str) -> u64 {
     h.finish()
 }
 
+/// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
+/// blank line: the location and notes of a diagnostic, not the next command line of a build, nor the frames of a
+/// traceback already shown (`repeated`, one flag per record or none). Whether the error line has any context there.
 fn mark_context(
     keep: &mut [bool],
     recs: &[Rec<'_>],
