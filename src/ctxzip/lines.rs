@@ -621,16 +621,23 @@ fn is_path_header(line: &str) -> bool {
         && (t.contains('/') || t.contains('\\') || extension)
 }
 
-/// What kind of warning a line reports, as a hash: the line from its first error or warning word on (what comes
-/// before is where: a path, a line number, a log prefix), without the names and numbers in it — quoted spans
-/// (`` `x` ``, `‘x’`, `'x'`, `"x"`) and digits. `src/a.c:12:3: warning: unused parameter ‘argc’
-/// [-Wunused-parameter]` and `src/b.c:90:7: warning: unused parameter ‘pApi’ [-Wunused-parameter]` are one kind;
-/// a line without such a word is its own kind, names and numbers aside.
+/// What kind of warning a line reports, as a hash of [`kind_text`]: `src/a.c:12:3: warning: unused parameter
+/// ‘argc’ [-Wunused-parameter]` and `src/b.c:90:7: warning: unused parameter ‘pApi’ [-Wunused-parameter]` are one
+/// kind; a line without an error or warning word is its own kind, names and numbers aside.
 fn warning_kind(line: &str) -> u64 {
     use std::hash::{Hash, Hasher};
-    let b = line.as_bytes();
-    let from = super::relevance::find_error_word(b, 0).map_or(0, |(start, _)| start);
     let mut h = rustc_hash::FxHasher::default();
+    kind_text(line).hash(&mut h);
+    h.finish()
+}
+
+/// A warning line from its first error or warning word on (what comes before is where: a path, a line number, a
+/// log prefix), without the names, places and numbers in it — quoted spans (`` `x` ``, `‘x’`, `'x'`, `"x"`), words
+/// with a `/` or `\` (Maven's `[WARNING] C:\ws\src\Foo.java:[12,5] …` names its file after the level) and digits —
+/// and with single spaces between its words.
+fn kind_text(line: &str) -> String {
+    let from = super::relevance::find_error_word(line.as_bytes(), 0).map_or(0, |(start, _)| start);
+    let mut out = String::new();
     let mut chars = line.get(from..).unwrap_or(line).chars();
     let mut prev_word = false;
     while let Some(c) = chars.next() {
@@ -653,11 +660,46 @@ fn warning_kind(line: &str) -> u64 {
         }
         prev_word = c.is_alphanumeric();
         if !c.is_ascii_digit() {
-            c.hash(&mut h);
+            out.push(c);
         }
     }
-    h.finish()
+    let mut words = String::with_capacity(out.len());
+    for word in out.split_whitespace().filter(|w| !w.contains(['/', '\\'])) {
+        if !words.is_empty() {
+            words.push(' ');
+        }
+        words.push_str(word);
+    }
+    words
 }
+
+/// What a marker's census calls a dropped warning (`this statement may fall through [-Wimplicit-fallthrough=]`):
+/// its [`kind_text`] after the warning word, for a line whose first error word is `warning` (not `cannot`,
+/// `invalid`, `timeout`: a help text's option lines hold those); runs of spaces shortened, at most
+/// [`MAX_WARNING_KEY`] characters.
+fn warning_key(line: &str) -> Option<String> {
+    let (start, end) = super::relevance::find_error_word(line.as_bytes(), 0)?;
+    let word = line.get(start..end)?;
+    if !word.to_ascii_lowercase().starts_with("warn") {
+        return None;
+    }
+    let kind = kind_text(line);
+    let mut key = kind
+        .get(word.len()..)?
+        .trim_start_matches([':', ']', ')', ',', '-', ' '])
+        .to_string();
+    if key.is_empty() {
+        return None;
+    }
+    if let Some((cut, _)) = key.char_indices().nth(MAX_WARNING_KEY) {
+        key.truncate(cut);
+        key.push('…');
+    }
+    Some(key)
+}
+
+/// Longest warning kind a census names.
+const MAX_WARNING_KEY: usize = 64;
 
 /// Keeps the lines at `indices` as context while the budget lasts. Context is short lines only, up to a
 /// blank line: the location and notes of a diagnostic, not the next command line of a build, nor the frames of a

@@ -432,7 +432,10 @@ fn warnings_of_one_kind_keep_the_first_few_and_other_kinds_their_place() {
     text.push_str("ar cr libbig.a big.o\n");
     let out =
         compress_with(&text, &ctx(&[], &[]), &LOG_LIKE, &mut Tally::default()).unwrap_or_default();
-    let shown = out.matches("may fall through").count();
+    let shown = out
+        .lines()
+        .filter(|l| l.starts_with("src/big.c:") && l.contains("may fall through"))
+        .count();
     assert_eq!(shown, usize::from(MAX_WARNINGS_OF_A_KIND), "{out}");
     for i in 0..usize::from(MAX_WARNINGS_OF_A_KIND) {
         let line = 100 + i * 7;
@@ -453,6 +456,38 @@ fn warnings_of_one_kind_keep_the_first_few_and_other_kinds_their_place() {
         out.len(),
         text.len()
     );
+    // The marker says what it holds: the warnings it hides, by kind.
+    assert!(
+        out.lines().any(|l| l.starts_with("<<ctxzip:")
+            && l.contains(" (warnings: ")
+            && l.contains(" × this statement may fall through [-Wimplicit-fallthrough=]")),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_census_names_a_warning_by_its_message() {
+    assert_eq!(
+        warning_key(
+            "src/a.c:12:3: warning: unused parameter \u{2018}argc\u{2019} [-Wunused-parameter]"
+        )
+        .as_deref(),
+        Some("unused parameter [-Wunused-parameter]")
+    );
+    // Maven names the file after the level: the place is left out.
+    assert_eq!(
+        warning_key(
+            "[WARNING] C:\\ws\\src\\Foo.java:[12,5] [deprecation] Util in app has been deprecated"
+        )
+        .as_deref(),
+        Some("[deprecation] Util in app has been deprecated")
+    );
+    // Only warnings are counted so: a help text's `invalid` or a log's `cannot` is no warning.
+    assert_eq!(
+        warning_key("  -Wformat   Warn about invalid format strings"),
+        None
+    );
+    assert_eq!(warning_key("cannot open file"), None);
 }
 
 #[test]

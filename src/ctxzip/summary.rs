@@ -13,6 +13,8 @@ pub(crate) const MIN_GAP_FOR_SUMMARY: usize = 8;
 const TOP: usize = 4;
 /// Longest key shown.
 const MAX_KEY: usize = 32;
+/// Kinds of warnings a census names.
+const WARNING_KINDS: usize = 3;
 
 /// A candidate description: lines covered by its top keys, its keys by count, and the prefix shown per key.
 type Ranked<'a> = (usize, Vec<(&'a str, usize)>, &'static str);
@@ -23,9 +25,45 @@ pub(crate) struct Census<'a> {
     lead: FastMap<&'a str, usize>,
     ext: FastMap<&'a str, usize>,
     dir: FastMap<&'a str, usize>,
+    /// Dropped warnings by kind (`unused parameter [-Wunused-parameter]`): what a build's marker holds is best
+    /// said by them.
+    warnings: FastMap<String, usize>,
 }
 
 impl<'a> Census<'a> {
+    /// Counts one dropped warning of the kind `key` (besides [`Census::add`] of its line).
+    pub(crate) fn add_warning(&mut self, key: String, count: usize) {
+        *self.warnings.entry(key).or_insert(0) += count;
+    }
+
+    /// ` (warnings: 18 × this statement may fall through, 9 × unused parameter, +3 other)` when the gap hides two
+    /// warnings or more.
+    fn render_warnings(&self) -> Option<String> {
+        let hidden: usize = self.warnings.values().sum();
+        if hidden < 2 {
+            return None;
+        }
+        let mut entries: Vec<(&str, usize)> = self
+            .warnings
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let mut out = String::from(" (warnings: ");
+        for (i, (k, v)) in entries.iter().take(WARNING_KINDS).enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("{v} × {k}"));
+        }
+        let shown: usize = entries.iter().take(WARNING_KINDS).map(|e| e.1).sum();
+        if hidden > shown {
+            out.push_str(&format!(", +{} other", hidden - shown));
+        }
+        out.push(')');
+        Some(out)
+    }
+
     /// Counts one dropped line that stood for `count` identical lines.
     pub(crate) fn add(&mut self, line: &'a str, count: usize) {
         self.total += count;
@@ -43,8 +81,12 @@ impl<'a> Census<'a> {
         }
     }
 
-    /// ` (k1 n1, k2 n2, …, +m other)`, or empty when the gap is small or no key covers half of it.
+    /// ` (k1 n1, k2 n2, …, +m other)`, or empty when the gap is small or no key covers half of it; the warnings it
+    /// hides by kind instead, when it hides two or more.
     pub(crate) fn render(&self) -> String {
+        if let Some(warnings) = self.render_warnings() {
+            return warnings;
+        }
         if self.total < MIN_GAP_FOR_SUMMARY {
             return String::new();
         }

@@ -3,7 +3,7 @@
 //! a census of what it held, so the model reading the result sees where text is missing, what kind, and which
 //! hash brings it back.
 
-use super::{FLOOR, KEEP, Rec, Selection, strip_colours};
+use super::{ERROR, FLOOR, KEEP, Rec, Selection, strip_colours};
 use crate::ctxzip::regions;
 use crate::ctxzip::relevance::MAX_ERROR_LINE_BYTES;
 use crate::ctxzip::summary::Census;
@@ -74,6 +74,11 @@ pub(super) fn render(
             } else {
                 let text = plain[k - i].as_deref().unwrap_or(recs[k].text);
                 census.add(text, recs[k].count);
+                if flags[k] & (ERROR | FLOOR) == ERROR {
+                    if let Some(key) = super::warning_key(text) {
+                        census.add_warning(key, recs[k].count);
+                    }
+                }
                 dropped += recs[k].count;
             }
         }
