@@ -626,17 +626,17 @@ fn is_path_header(line: &str) -> bool {
 /// kind; a line without an error or warning word is its own kind, names and numbers aside.
 fn warning_kind(line: &str) -> u64 {
     use std::hash::{Hash, Hasher};
+    let from = super::relevance::find_error_word(line.as_bytes(), 0).map_or(0, |(start, _)| start);
     let mut h = rustc_hash::FxHasher::default();
-    kind_text(line).hash(&mut h);
+    kind_text(line, from).hash(&mut h);
     h.finish()
 }
 
-/// A warning line from its first error or warning word on (what comes before is where: a path, a line number, a
+/// A warning line from its first error or warning word on (at `from`; what comes before is where: a path, a line number, a
 /// log prefix), without the names, places and numbers in it — quoted spans (`` `x` ``, `‘x’`, `'x'`, `"x"`), words
 /// with a `/` or `\` (Maven's `[WARNING] C:\ws\src\Foo.java:[12,5] …` names its file after the level) and digits —
 /// and with single spaces between its words.
-fn kind_text(line: &str) -> String {
-    let from = super::relevance::find_error_word(line.as_bytes(), 0).map_or(0, |(start, _)| start);
+fn kind_text(line: &str, from: usize) -> String {
     let mut out = String::new();
     let mut chars = line.get(from..).unwrap_or(line).chars();
     let mut prev_word = false;
@@ -683,7 +683,7 @@ fn warning_key(line: &str) -> Option<String> {
     if !word.to_ascii_lowercase().starts_with("warn") {
         return None;
     }
-    let kind = kind_text(line);
+    let kind = kind_text(line, start);
     let mut key = kind
         .get(word.len()..)?
         .trim_start_matches([':', ']', ')', ',', '-', ' '])

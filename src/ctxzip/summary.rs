@@ -43,25 +43,14 @@ impl<'a> Census<'a> {
         if hidden < 2 {
             return None;
         }
-        let mut entries: Vec<(&str, usize)> = self
-            .warnings
-            .iter()
-            .map(|(k, v)| (k.as_str(), *v))
-            .collect();
-        entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let mut out = String::from(" (warnings: ");
-        for (i, (k, v)) in entries.iter().take(WARNING_KINDS).enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            out.push_str(&format!("{v} × {k}"));
-        }
-        let shown: usize = entries.iter().take(WARNING_KINDS).map(|e| e.1).sum();
-        if hidden > shown {
-            out.push_str(&format!(", +{} other", hidden - shown));
-        }
-        out.push(')');
-        Some(out)
+        let entries = ranked(self.warnings.iter().map(|(k, v)| (k.as_str(), *v)));
+        Some(listed(
+            " (warnings: ",
+            &entries,
+            WARNING_KINDS,
+            hidden,
+            |k, v| format!("{v} × {k}"),
+        ))
     }
 
     /// Counts one dropped line that stood for `count` identical lines.
@@ -97,8 +86,7 @@ impl<'a> Census<'a> {
             if covered * 2 < self.total {
                 continue;
             }
-            let mut entries: Vec<(&str, usize)> = map.iter().map(|(k, v)| (*k, *v)).collect();
-            entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let mut entries = ranked(map.iter().map(|(k, v)| (*k, *v)));
             entries.retain(|e| e.1 >= 2);
             let top: usize = entries.iter().take(TOP).map(|e| e.1).sum();
             if best.as_ref().is_none_or(|b| top > b.0) {
@@ -106,26 +94,44 @@ impl<'a> Census<'a> {
             }
         }
         // A flat census (every key once or twice) says nothing; the marker's count is enough then.
-        let Some((top, entries, prefix)) = best.filter(|b| b.0 * 5 >= self.total * 2) else {
+        let Some((_, entries, prefix)) = best.filter(|b| b.0 * 5 >= self.total * 2) else {
             return String::new();
         };
-        let mut out = String::from(" (");
-        for (i, (k, v)) in entries.iter().take(TOP).enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            out.push_str(prefix);
-            out.push_str(k);
-            out.push(' ');
-            out.push_str(&v.to_string());
-        }
-        let other = self.total.saturating_sub(top);
-        if other > 0 {
-            out.push_str(&format!(", +{other} other"));
-        }
-        out.push(')');
-        out
+        listed(" (", &entries, TOP, self.total, |k, v| {
+            format!("{prefix}{k} {v}")
+        })
     }
+}
+
+/// Keys by count, most first, ties in key order: a census never shows hash order.
+fn ranked<'k>(counts: impl Iterator<Item = (&'k str, usize)>) -> Vec<(&'k str, usize)> {
+    let mut entries: Vec<(&str, usize)> = counts.collect();
+    entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    entries
+}
+
+/// `{open}e1, e2, …, +m other)`: the first `top` of `entries` written by `item`, and what of `total` they leave.
+fn listed(
+    open: &str,
+    entries: &[(&str, usize)],
+    top: usize,
+    total: usize,
+    item: impl Fn(&str, usize) -> String,
+) -> String {
+    let mut out = String::from(open);
+    for (i, (k, v)) in entries.iter().take(top).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&item(k, *v));
+    }
+    let shown: usize = entries.iter().take(top).map(|e| e.1).sum();
+    let other = total.saturating_sub(shown);
+    if other > 0 {
+        out.push_str(&format!(", +{other} other"));
+    }
+    out.push(')');
+    out
 }
 
 /// First whitespace token that has a letter and does not start with a digit (skips timestamps, counters,
