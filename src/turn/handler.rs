@@ -99,6 +99,9 @@ fn has_content_encoding(headers: &HeaderMap) -> bool {
 }
 
 /// Reads the whole body, refusing it as soon as it passes `limit` (or up front when `Content-Length` says so).
+///
+/// A body that arrives as one chunk (most bodies of a few KB: hyper hands over what one socket read brought) is
+/// that chunk itself; only a body of several chunks is copied into one buffer.
 pub async fn read_body(body: Body, headers: &HeaderMap, limit: u64) -> Result<Bytes, ProxyError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -107,15 +110,64 @@ pub async fn read_body(body: Body, headers: &HeaderMap, limit: u64) -> Result<By
     if declared.is_some_and(|n| n > limit) {
         return Err(ProxyError::BodyTooLarge { limit });
     }
-    let capacity = declared.unwrap_or(0).min(limit) as usize;
-    let mut buf = BytesMut::with_capacity(capacity);
     let mut stream = body.into_data_stream();
+    let mut first: Option<Bytes> = None;
+    let mut buf: Option<BytesMut> = None;
+    let mut len = 0u64;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| ProxyError::BadRequestBody(e.to_string()))?;
-        if (buf.len() + chunk.len()) as u64 > limit {
+        len += chunk.len() as u64;
+        if len > limit {
             return Err(ProxyError::BodyTooLarge { limit });
         }
-        buf.extend_from_slice(&chunk);
+        match (&mut buf, first.take()) {
+            (Some(buf), _) => buf.extend_from_slice(&chunk),
+            (None, None) => first = Some(chunk),
+            (None, Some(head)) => {
+                let capacity = declared.unwrap_or(len).min(limit).max(len) as usize;
+                let mut joined = BytesMut::with_capacity(capacity);
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&chunk);
+                buf = Some(joined);
+            }
+        }
     }
-    Ok(buf.freeze())
+    Ok(match (buf, first) {
+        (Some(buf), _) => buf.freeze(),
+        (None, Some(only)) => only,
+        (None, None) => Bytes::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunked(parts: &[&'static [u8]]) -> Body {
+        let chunks: Vec<Result<Bytes, std::io::Error>> =
+            parts.iter().map(|p| Ok(Bytes::from_static(p))).collect();
+        Body::from_stream(futures_util::stream::iter(chunks))
+    }
+
+    #[tokio::test]
+    async fn a_body_of_one_chunk_is_that_chunk_and_of_several_their_concatenation() {
+        let headers = HeaderMap::new();
+        let one = read_body(chunked(&[b"{\"a\":1}"]), &headers, 1024).await;
+        assert_eq!(one.ok().as_deref(), Some(&b"{\"a\":1}"[..]));
+        let three = read_body(chunked(&[b"{\"a\"", b":", b"1}"]), &headers, 1024).await;
+        assert_eq!(three.ok().as_deref(), Some(&b"{\"a\":1}"[..]));
+        let none = read_body(chunked(&[]), &headers, 1024).await;
+        assert_eq!(none.ok().as_deref(), Some(&b""[..]));
+    }
+
+    #[tokio::test]
+    async fn a_body_past_the_limit_is_refused_whether_in_one_chunk_or_several() {
+        let headers = HeaderMap::new();
+        let one = read_body(chunked(&[b"0123456789"]), &headers, 9).await;
+        assert!(matches!(one, Err(ProxyError::BodyTooLarge { limit: 9 })));
+        let split = read_body(chunked(&[b"01234", b"56789"]), &headers, 9).await;
+        assert!(matches!(split, Err(ProxyError::BodyTooLarge { limit: 9 })));
+        let fits = read_body(chunked(&[b"01234", b"5678"]), &headers, 9).await;
+        assert_eq!(fits.ok().as_deref(), Some(&b"012345678"[..]));
+    }
 }
