@@ -120,4 +120,57 @@ mod tests {
         }
         assert!(super::super::keeps_floor(&text, &out));
     }
+
+    /// A Rust panic in an async task: the program's frame stays with the calls around it, the scheduler's fifty
+    /// frames go behind one marker that names their crates, and the floor's `std::panicking` frames among them
+    /// follow it.
+    #[test]
+    fn a_rust_backtrace_keeps_the_programs_frames_and_names_the_runtimes() {
+        let std_lib = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library";
+        let tokio = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/tokio-1.54.1/src";
+        let mut text = String::from(
+            "2026-12-05T01:00:00Z  INFO starting job id=1\n\nthread 'tokio-rt-worker' panicked at src/main.rs:32:8:\nattempt to divide by zero\nstack backtrace:\n",
+        );
+        text.push_str(&format!("   0: __rustc::rust_begin_unwind\n             at {std_lib}/std/src/panicking.rs:689:5\n"));
+        text.push_str(&format!("   1: core::panicking::panic_fmt\n             at {std_lib}/core/src/panicking.rs:80:14\n"));
+        text.push_str("   2: asyncsvc::run_job::{{closure}}\n             at ./src/main.rs:32:8\n");
+        for k in 3..50 {
+            if k == 20 {
+                text.push_str(&format!("  20: std::panicking::catch_unwind\n             at {std_lib}/std/src/panicking.rs:544:19\n"));
+                continue;
+            }
+            text.push_str(&format!(
+                "  {k}: tokio::runtime::task::harness::Harness<T,S>::poll_{k}\n             at {tokio}/runtime/task/harness.rs:{}:27\n",
+                100 + k
+            ));
+        }
+        text.push_str("note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n");
+        for i in 0..5 {
+            text.push_str(&format!("2026-12-05T01:00:{i:02}Z  INFO job ok id={i}\n"));
+        }
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(
+            out.contains(
+                "   2: asyncsvc::run_job::{{closure}}\n             at ./src/main.rs:32:8\n"
+            ),
+            "{out}"
+        );
+        // The call above the program's frame and the one below it stay.
+        assert!(out.contains("   1: core::panicking::panic_fmt\n"), "{out}");
+        assert!(
+            out.contains("  3: tokio::runtime::task::harness::Harness<T,S>::poll_3\n"),
+            "{out}"
+        );
+        // The scheduler's frames go behind one marker naming their crate; the floor's frame among them follows it.
+        assert!(!out.contains("poll_30"), "{out}");
+        assert!(
+            out.contains(
+                "lines_offloaded>> (frames in tokio)\n  20: std::panicking::catch_unwind\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.matches("(frames in ").count(), 1, "{out}");
+        assert!(super::super::keeps_floor(&text, &out));
+    }
 }

@@ -6,7 +6,7 @@
 //! header, failing source lines (`>`), explanation lines (`E `) and locations, JVM/JS stack frames under an
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
 //! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
-//! ([`goroutines`]), a failing Go test's output above its `--- FAIL:` line ([`gotest`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
+//! ([`goroutines`]), a failing Go test's output above its `--- FAIL:` line ([`gotest`]), a Rust backtrace's own frames ([`rust_backtrace`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
 //! through its summary ([`sanitizer`]), test-runner section and summary lines. Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
@@ -26,6 +26,7 @@ mod cycles;
 mod goroutines;
 mod gotest;
 mod numbered;
+pub(crate) mod rust_backtrace;
 mod sanitizer;
 pub(crate) mod shared;
 
@@ -52,7 +53,11 @@ const MORE_MESSAGE_HEAD: usize = 20;
 
 /// Marks the lines of every error region in `lines` as kept, and as `repeated` the frames of a traceback printed
 /// again: no other line's context reaches into them (a `retrying…` warning above would otherwise keep them).
-pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
+///
+/// `rust` says why the frames of a Rust backtrace left out are hidden ([`rust_backtrace::RUNTIME`],
+/// [`rust_backtrace::SHOWN_ABOVE`]): their marker names their crates, and the error floor's lines among them are
+/// gathered after it.
+pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rust: &mut [u8]) {
     let n = lines.len().min(keep.len()).min(repeated.len());
     let mut in_pytest_block = false;
     let mut in_unittest_block = false;
@@ -71,10 +76,24 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool]) {
     let mut numbered_left = numbered::MAX_LINES;
     // Code frames kept so far (the failing line and its caret): one printed again says nothing new.
     let mut code_frames_seen: HashSet<(&str, Option<&str>)> = HashSet::new();
+    // The Rust backtrace frames shown so far.
+    let mut rust_shown = HashSet::new();
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
         let t = line.trim_start();
+        if rust_backtrace::opens(line) {
+            let (frames, end) = rust_backtrace::frames(&lines[..n], i);
+            keep[i] = true;
+            let marks = rust_backtrace::Marks {
+                keep: &mut keep[..n],
+                repeated: &mut repeated[..n],
+                rust: &mut *rust,
+            };
+            rust_backtrace::mark(lines, &frames, &mut rust_shown, marks);
+            i = end.max(i + 1);
+            continue;
+        }
         if sanitizer::opens_report(line) {
             // A sanitizer's report through its summary: the faulting access, the stacks that freed and allocated
             // the memory (or the racing thread's), each after a blank line.
@@ -610,7 +629,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let mut keep = vec![false; lines.len()];
         let mut repeated = vec![false; lines.len()];
-        mark(&lines, &mut keep, &mut repeated);
+        mark(&lines, &mut keep, &mut repeated, &mut vec![0; lines.len()]);
         lines
             .iter()
             .zip(keep)
@@ -712,7 +731,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let mut keep = vec![false; lines.len()];
         let mut repeated = vec![false; lines.len()];
-        mark(&lines, &mut keep, &mut repeated);
+        mark(&lines, &mut keep, &mut repeated, &mut vec![0; lines.len()]);
         let pick = |flags: &[bool]| {
             lines
                 .iter()

@@ -42,7 +42,11 @@ pub(super) fn render(
     };
     let keep = &selection.keep[..];
     let repeated = &selection.repeated[..];
-    let gathered = |j: usize| gather && selection.floor_only.get(j).copied().unwrap_or(false);
+    let rust = |j: usize| selection.rust.get(j).copied().unwrap_or(0);
+    // A Rust backtrace's hidden frames gather the floor's lines among them (`std::panicking::…`) in any output.
+    let gathered = |j: usize| {
+        (gather || rust(j) != 0) && selection.floor_only.get(j).copied().unwrap_or(false)
+    };
     // Bytes of colour codes left out of the kept lines.
     let mut colours = 0;
     let mut i = 0;
@@ -84,7 +88,15 @@ pub(super) fn render(
         }
         tally.add(Unit::Lines, dropped);
         out.push_str(&ctx.marker(dropped, Unit::Lines));
-        if (i..end).all(|k| keep[k] || repeated.get(k).copied().unwrap_or(false)) {
+        let dropped_lines = || (i..end).filter(|&k| !keep[k]);
+        if dropped_lines().all(|k| rust(k) != 0)
+            && dropped_lines().any(|k| rust(k) == regions::rust_backtrace::RUNTIME)
+        {
+            let crates: Vec<&str> = dropped_lines()
+                .filter_map(|k| regions::rust_backtrace::crate_of_line(recs[k].text))
+                .collect();
+            out.push_str(&regions::rust_backtrace::note(&crates));
+        } else if (i..end).all(|k| keep[k] || repeated.get(k).copied().unwrap_or(false)) {
             let code = (i..end).all(|k| keep[k] || regions::is_code_frame_line(recs[k].text));
             out.push_str(if code {
                 REPEATED_CODE_FRAME
