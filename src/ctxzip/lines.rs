@@ -106,13 +106,13 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 /// find`, `deprecated`) — each with its context — up to this many; later ones are left to the marker. A build or
 /// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
 /// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
-const MAX_WARNING_LINES: usize = 32;
+pub(crate) const MAX_WARNING_LINES: usize = 32;
 /// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
 /// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
 /// compiler that finds the same thing in forty places prints forty diagnostics, and the first few show what it is
 /// and where it looks. Kinds differ, so a build's other kinds of warnings still get their place under
 /// [`MAX_WARNING_LINES`].
-const MAX_WARNINGS_OF_A_KIND: u8 = 3;
+pub(crate) const MAX_WARNINGS_OF_A_KIND: u8 = 3;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
 const CHEAP_GAP: usize = 100;
@@ -632,12 +632,35 @@ fn is_path_header(line: &str) -> bool {
 /// What kind of warning a line reports, as a hash of [`kind_text`]: `src/a.c:12:3: warning: unused parameter
 /// ‘argc’ [-Wunused-parameter]` and `src/b.c:90:7: warning: unused parameter ‘pApi’ [-Wunused-parameter]` are one
 /// kind; a line without an error or warning word is its own kind, names and numbers aside.
-fn warning_kind(line: &str) -> u64 {
+pub(crate) fn warning_kind(line: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let from = super::relevance::find_error_word(line.as_bytes(), 0).map_or(0, |(start, _)| start);
     let mut h = rustc_hash::FxHasher::default();
-    kind_text(line, from).hash(&mut h);
+    // The warning word and the message's first words.
+    leading_words(&kind_text(line, from), 1 + KIND_WORDS).hash(&mut h);
     h.finish()
+}
+
+/// Words of a warning's message that make its kind. A message goes on to name what it is about, and not always in
+/// quotes: Sphinx's `WARNING: py:obj reference target not found: get_value [ref.obj]` for each of 200 names is one
+/// kind, as gcc's `comparison of integer expressions of different signedness: ‘int’ and ‘size_t’` is.
+const KIND_WORDS: usize = 5;
+
+/// The first `n` words of `text` and, when more follow, its last word if it is a bracketed tag (gcc's
+/// `[-Wsign-compare]`, Sphinx's `[ref.obj]`), which names the kind too: `comparison of integer expressions of …
+/// [-Wsign-compare]`.
+fn leading_words(text: &str, n: usize) -> String {
+    let mut words = text.split(' ');
+    let mut out: Vec<&str> = words.by_ref().take(n).collect();
+    let rest: Vec<&str> = words.collect();
+    let tag = rest
+        .last()
+        .filter(|w| w.len() > 2 && w.starts_with('[') && w.ends_with(']'));
+    if rest.len() > usize::from(tag.is_some()) {
+        out.push("…");
+    }
+    out.extend(tag);
+    out.join(" ")
 }
 
 /// A warning line from its first error or warning word on (at `from`; what comes before is where: a path, a line number, a
@@ -692,10 +715,10 @@ fn warning_key(line: &str) -> Option<String> {
         return None;
     }
     let kind = kind_text(line, start);
-    let mut key = kind
+    let message = kind
         .get(word.len()..)?
-        .trim_start_matches([':', ']', ')', ',', '-', ' '])
-        .to_string();
+        .trim_start_matches([':', ']', ')', ',', '-', ' ']);
+    let mut key = leading_words(message, KIND_WORDS);
     if key.is_empty() {
         return None;
     }

@@ -480,7 +480,7 @@ fn a_census_names_a_warning_by_its_message() {
             "[WARNING] C:\\ws\\src\\Foo.java:[12,5] [deprecation] Util in app has been deprecated"
         )
         .as_deref(),
-        Some("[deprecation] Util in app has been deprecated")
+        Some("[deprecation] Util in app has …")
     );
     // Only warnings are counted so: a help text's `invalid` or a log's `cannot` is no warning.
     assert_eq!(
@@ -513,6 +513,22 @@ fn a_warnings_kind_is_its_message_without_place_names_or_numbers() {
     assert_ne!(
         kind("warning: can't stat 'a'"),
         kind("warning: can't open 'a'")
+    );
+    // A message names what it is about without quotes too: its first words and its closing tag make the kind.
+    assert_eq!(
+        kind("docs/a.rst:9: WARNING: py:obj reference target not found: get_value [ref.obj]"),
+        kind("CHANGELOG.rst:17: WARNING: py:obj reference target not found: Pluck [ref.obj]")
+    );
+    assert_ne!(
+        kind("docs/a.rst:9: WARNING: py:obj reference target not found: get_value [ref.obj]"),
+        kind("docs/a.rst:9: WARNING: py:obj reference target not found: get_value [ref.func]")
+    );
+    assert_eq!(
+        warning_key(
+            "CHANGELOG.rst:17: WARNING: py:obj reference target not found: Pluck [ref.obj]"
+        )
+        .as_deref(),
+        Some("py:obj reference target not found: … [ref.obj]")
     );
 }
 

@@ -1,13 +1,14 @@
 //! Search results (`grep -rn`, ripgrep): `path:line:content`, or `path:content` from a search without line numbers.
 //!
 //! In the request path a search answer keeps, per file, a couple of matches (error, keep-pattern and
-//! query-relevant ones first, verbatim) and a count of the rest; it shows the first files, the last ones and
+//! query-relevant ones first, verbatim; warnings as the line compressor keeps them, a few of each kind) and a count of the rest; it shows the first files, the last ones and
 //! every file with an error, keep or relevant hit, and sums up the hidden files by top directory behind one
 //! marker. The model sees where the matches are and how many, which is usually what it searched for.
 
 use rustc_hash::FxHashMap as FastMap;
 
 use super::detect::search_path;
+use super::lines::{MAX_WARNING_LINES, MAX_WARNINGS_OF_A_KIND, warning_kind};
 use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 use super::truncate::{LONG_LINE, shorten};
 use super::{Ctx, Tally, Unit};
@@ -41,9 +42,22 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     let mut files: Vec<File<'_>> = Vec::new();
     let mut index: FastMap<&str, usize> = FastMap::default();
     let mut other: Vec<usize> = Vec::new();
+    // Warning lines stay as the line compressor keeps them: a few of each kind, a few dozen in all. Sphinx's 400
+    // `path:line: WARNING: …` lines read as search hits, and each held its place.
+    let mut warnings_left = MAX_WARNING_LINES;
+    let mut kinds: FastMap<u64, u8> = FastMap::default();
     for (i, line) in lines.iter().enumerate() {
         let hits = ctx.matcher.scan(line.as_bytes());
-        protected[i] = hits.keep || is_error_line(line) || is_floor_line(line);
+        let warning = !is_floor_line(line) && is_error_line(line) && {
+            let of_kind = kinds.entry(warning_kind(line)).or_insert(0);
+            let room = warnings_left > 0 && *of_kind < MAX_WARNINGS_OF_A_KIND;
+            if room {
+                *of_kind += 1;
+                warnings_left -= 1;
+            }
+            room
+        };
+        protected[i] = hits.keep || warning || is_floor_line(line);
         score[i] = hits.score();
         let Some(path) = search_path(line) else {
             other.push(i);
@@ -79,6 +93,8 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         show_file[fi] = true;
     }
 
+    // Paths under one directory (`/testbed/django/…`, an absolute search) are summed up below it.
+    let common = common_dir(files.iter().map(|f| f.path));
     let mut out = String::with_capacity(text.len() / 8);
     let mut dropped = 0;
     let mut hidden: FastMap<&str, (usize, usize)> = FastMap::default();
@@ -96,7 +112,9 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         if !show_file[fi] {
             hidden_files += 1;
             dropped += f.lines.len();
-            let entry = hidden.entry(top_dir(f.path)).or_insert((0, 0));
+            let entry = hidden
+                .entry(top_dir(&f.path[common.min(f.path.len())..]))
+                .or_insert((0, 0));
             entry.0 += f.lines.len();
             entry.1 += 1;
             continue;
@@ -152,9 +170,31 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     (out.len() < text.len()).then_some(out)
 }
 
+/// The length of the directory every path starts with (`/testbed/django/` of `/testbed/django/db/a.py` and
+/// `/testbed/django/forms/b.py`), ending at a `/`; 0 when they share none.
+fn common_dir<'a>(mut paths: impl Iterator<Item = &'a str>) -> usize {
+    let Some(first) = paths.next() else {
+        return 0;
+    };
+    let mut len = first.rfind('/').map_or(0, |i| i + 1);
+    for p in paths {
+        let same = first
+            .bytes()
+            .zip(p.bytes())
+            .take(len)
+            .take_while(|(a, b)| a == b)
+            .count();
+        len = first[..same].rfind('/').map_or(0, |i| i + 1);
+        if len == 0 {
+            break;
+        }
+    }
+    len
+}
+
 /// The first path component (`tokio-1.54.1/` for `./tokio-1.54.1/src/io.rs`), or the file itself.
 fn top_dir(path: &str) -> &str {
-    let p = path.trim_start_matches("./");
+    let p = path.trim_start_matches("./").trim_start_matches('/');
     match p.find('/') {
         Some(i) => &p[..=i],
         None => p,
@@ -188,5 +228,39 @@ mod tests {
         assert!(out.contains("  … +8 more in ./crate0/src/f0.rs\n"));
         assert!(out.contains("more files (crate"), "{out}");
         assert!(out.len() * 5 < text.len());
+    }
+
+    /// Sphinx prints 400 `path:line: WARNING: …` lines, which read as search hits: a few of each kind stay, not all.
+    /// An absolute search sums its hidden files up below the directory they share.
+    #[test]
+    fn warnings_keep_a_few_of_each_kind_and_absolute_paths_are_summed_below_their_root() {
+        let mut text = String::new();
+        for f in 0..40 {
+            for l in 0..10 {
+                text.push_str(&format!(
+                    "/srv/docs/{}/page{f}.rst:{l}: WARNING: py:obj reference target not found: name_{f}_{l} [ref.obj]\n",
+                    if f % 2 == 0 { "api" } else { "guide" }
+                ));
+            }
+        }
+        text.push_str("/srv/docs/api/page3.rst:99: WARNING: Include file 'x.py' not found or reading it failed [docutils]\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        let shown = out.matches("reference target not found").count();
+        assert!(shown <= 40, "{shown}: {out}");
+        assert!(out.contains("reading it failed [docutils]\n"), "{out}");
+        assert!(
+            out.contains("more files (api/: ") && out.contains("guide/: "),
+            "{out}"
+        );
+        assert!(super::super::keeps_floor(&text, &out));
+    }
+
+    #[test]
+    fn the_common_directory_ends_at_a_slash() {
+        assert_eq!(common_dir(["/a/bc/x.rs", "/a/bd/y.rs"].into_iter()), 3);
+        assert_eq!(common_dir(["/a/b/x.rs", "/a/b/y.rs"].into_iter()), 5);
+        assert_eq!(common_dir(["src/x.rs", "tests/y.rs"].into_iter()), 0);
+        assert_eq!(common_dir(std::iter::empty()), 0);
     }
 }
