@@ -61,25 +61,30 @@ pub(crate) fn compress_document(
     Some(out)
 }
 
-/// A document the compressors left whole, with its small containers folded ([`json_fold`]) and, as its first member,
-/// a marker that names the original (whose exact layout expands): an object only, where a member can say so
-/// without changing what the document holds.
+/// A document the compressors left whole, with its small containers folded ([`json_fold`]) and a marker that names
+/// the original (whose exact layout expands): an object's first member `"_ctxzip"`, or a list's first element, a
+/// string, as a list's compressor writes its markers (a linter's `--output-format json` is a list whose every row
+/// is an error).
 fn fold_alone(text: &str, span: Span, ctx: &Ctx, tally: &mut Tally) -> Option<String> {
     let b = text.as_bytes();
-    if b.get(span.start) != Some(&b'{') {
-        return None;
-    }
-    let members = object_members(b, span)?;
-    let first = members.first()?;
-    if members
-        .iter()
-        .any(|m| text.get(m.key.start..m.key.end) == Some("\"_ctxzip\""))
-    {
-        return None;
-    }
+    let first = match b.get(span.start) {
+        Some(b'{') => {
+            let members = object_members(b, span)?;
+            if members
+                .iter()
+                .any(|m| text.get(m.key.start..m.key.end) == Some("\"_ctxzip\""))
+            {
+                return None;
+            }
+            members.first()?.key.start
+        }
+        Some(b'[') => array_items(b, span)?.first()?.start,
+        _ => return None,
+    };
     let (folded, saved) = json_fold::fold(text, &ctx.matcher)?;
-    // The layout between `{` and the first member (`\n    `) is the same in the folded text: it opens no container.
-    let gap = text.get(span.start + 1..first.key.start)?;
+    // The layout between `{` or `[` and the first member (`\n    `) is the same in the folded text: it opens no
+    // container.
+    let gap = text.get(span.start + 1..first)?;
     let at = span.start + 1 + gap.len();
     if folded.get(span.start + 1..at) != Some(gap) {
         return None;
@@ -91,7 +96,9 @@ fn fold_alone(text: &str, span: Span, ctx: &Ctx, tally: &mut Tally) -> Option<St
     .ok()?;
     let mut out = String::with_capacity(folded.len() + note.len() + gap.len() + 16);
     out.push_str(folded.get(..at)?);
-    out.push_str("\"_ctxzip\": ");
+    if b[span.start] == b'{' {
+        out.push_str("\"_ctxzip\": ");
+    }
     out.push_str(&note);
     out.push(',');
     out.push_str(gap);
@@ -666,9 +673,23 @@ mod tests {
             out.len(),
             text.len()
         );
-        // A list has no member to carry the marker: it stays as it is when nothing else is compressed.
+        // A list (ruff's `--output-format json`) carries the marker as its first element, a string, as a list's
+        // compressor writes its markers; every row follows, folded.
         let list = serde_json::to_string_pretty(&doc["generalDiagnostics"]).unwrap_or_default();
-        assert_eq!(run(&list), None);
+        let out = run(&list).unwrap_or_default();
+        assert!(
+            out.starts_with("[\n  \"<<ctxzip:0123456789ab ") && out.contains(" (the layout: "),
+            "{out}"
+        );
+        let mut v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        if let Some(rows) = v.as_array_mut() {
+            rows.remove(0);
+        }
+        assert_eq!(
+            v, doc["generalDiagnostics"],
+            "the same rows after the marker"
+        );
+        assert!(super::super::keeps_floor(&list, &out));
     }
 
     /// `npm outdated --json`: one record per package, a list of records for a package installed at several
