@@ -42,8 +42,12 @@ pub fn detect(text: &str) -> Kind {
     // A file view holds no patch: a log that prints one (an evaluation run's `git diff`) shows source in its hunks
     // but is no file to edit. Nor do four lines in five open with one label: that is a program's report
     // (`python -X importtime`'s `import time:` reads as an import statement), not source.
-    let not_source =
-        f.diff_files > 0 || f.hunks > 0 || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8);
+    // Nor is a value printed by its runtime (`console.log` of a nested object, whose keys and literals read as a JS
+    // object literal): what it shows of nested values (`[Object]`, `Map(25) {`) no source holds.
+    let not_source = f.diff_files > 0
+        || f.hunks > 0
+        || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8)
+        || (f.inspected >= 2 && f.inspected * 20 >= f.nonempty);
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
@@ -67,6 +71,38 @@ pub fn detect(text: &str) -> Kind {
         return Kind::Log;
     }
     Kind::Lines
+}
+
+/// A line of Node's `util.inspect` (what `console.log` prints of a value) that no source has: a nested value it
+/// did not descend into (`roles: [Array]`, `[Object]`, `[Function: save]`, `[Getter]`, `[Circular *1]`), a
+/// collection's header (`index: Map(25) {`, `Set(3) {`), the count of items left out (`... 12 more items`).
+fn is_inspected(t: &str) -> bool {
+    let t = t.trim_end_matches(',');
+    let nested = [
+        "[Array]",
+        "[Object]",
+        "[Getter]",
+        "[Setter]",
+        "[Getter/Setter]",
+    ];
+    if nested.iter().any(|n| t.ends_with(n))
+        || t.contains("[Function: ")
+        || t.contains("[Circular *")
+        || t.contains("[class ")
+    {
+        return true;
+    }
+    if let Some(rest) = t.strip_prefix("... ") {
+        return rest.ends_with(" more items") || rest.ends_with(" more item");
+    }
+    // `Map(25) {` or `key: Set(3) {`: the collection's size in parentheses before its brace.
+    t.ends_with(") {")
+        && ["Map(", "Set(", "Array(", "Buffer("].iter().any(|c| {
+            t.find(c).is_some_and(|at| {
+                let digits = &t[at + c.len()..t.len() - 3];
+                !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+            })
+        })
 }
 
 /// The sampled lines, each cut to its first [`SAMPLE_LINE_BYTES`], and whether each whole line ends with `}` (a
@@ -101,6 +137,8 @@ struct Features {
     json_records: usize,
     /// Lines that open with the sample's most common label ([`label`]: `import time:`, `debug1:`).
     labelled: usize,
+    /// Lines only a runtime's printout of a value has ([`is_inspected`]: Node's `roles: [Array]`, `Map(25) {`).
+    inspected: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
     first_diff_header: Option<usize>,
     /// The first non-empty line names a commit (`git show`, `git log -p`: `commit 3f2a9c1…`; `git format-patch`:
@@ -173,6 +211,9 @@ impl Features {
             }
             if let Some(l) = label(line) {
                 *labels.entry(l).or_insert(0) += 1;
+            }
+            if is_inspected(t) {
+                f.inspected += 1;
             }
         }
         f.labelled = labels.values().copied().max().unwrap_or(0);
@@ -476,6 +517,44 @@ pub(crate) fn starts_with_timestamp(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `console.log` of a nested object reads as a JS object literal line by line, but what it shows of the values
+    /// it did not descend into is no source: it is a program's output, compressed as one.
+    #[test]
+    fn a_value_printed_by_node_is_no_source() {
+        let mut text =
+            String::from("{\n  fetchedAt: 2026-12-05T01:40:00.000Z,\n  index: Map(25) {\n");
+        for i in 0..25 {
+            text.push_str(&format!("    'user{i}@example.test' => {{\n      id: {i},\n      name: 'User {i}',\n      roles: [Array],\n      profile: [Object]\n    }},\n"));
+        }
+        text.push_str("  },\n  save: [Function: save],\n  ... 3 more items\n}\n");
+        assert_ne!(detect(&text), Kind::Code);
+        // The same object as source (a module's literal) stays code.
+        let source = text
+            .replace("Map(25) {", "new Map([")
+            .replace("[Array]", "[]")
+            .replace("[Object]", "{}")
+            .replace("[Function: save]", "save")
+            .replace("  ... 3 more items\n", "");
+        assert_eq!(detect(&source), Kind::Code);
+        for line in [
+            "roles: [Array],",
+            "index: Map(25) {",
+            "tags: Set(3) {",
+            "... 12 more items",
+            "self: [Circular *1]",
+        ] {
+            assert!(is_inspected(line), "{line}");
+        }
+        for line in [
+            "const m = new Map();",
+            "if (x) {",
+            "items(3) {",
+            "// [Array] of users",
+        ] {
+            assert!(!is_inspected(line), "{line}");
+        }
+    }
 
     #[test]
     fn timestamps_open_log_records() {
