@@ -76,7 +76,7 @@ pub fn detect(text: &str) -> Kind {
 /// A line of Node's `util.inspect` (what `console.log` prints of a value) that no source has: a nested value it
 /// did not descend into (`roles: [Array]`, `[Object]`, `[Function: save]`, `[Getter]`, `[Circular *1]`), a
 /// collection's header (`index: Map(25) {`, `Set(3) {`), the count of items left out (`... 12 more items`).
-fn is_inspected(t: &str) -> bool {
+pub(crate) fn is_inspected(t: &str) -> bool {
     let t = t.trim_end_matches(',');
     let nested = [
         "[Array]",

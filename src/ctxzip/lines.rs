@@ -378,6 +378,16 @@ fn select(
         Regions::Runs => regions::mark(texts, &mut keep, &mut repeated, &mut rust),
         Regions::TestReport => super::testxml::mark(texts, &mut keep, &mut repeated),
     }
+    // A value a runtime printed (an HTTP client's error object: its request, socket and timers, member after
+    // member) holds error words in its keys (`_hadError: false`, `error: [Function: onError]`): such a member line
+    // stays, as the floor says, but its neighbours are other members, no context of it.
+    let inspected = {
+        let found = texts
+            .iter()
+            .filter(|t| super::detect::is_inspected(t.trim()))
+            .count();
+        found >= 2 && found * 20 >= n
+    };
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
     let mut warnings_left = MAX_WARNING_LINES;
@@ -417,7 +427,11 @@ fn select(
         }
         *copies += 1;
         keep[i] = true;
-        if flags[i] & ERROR == 0 || p.before + p.after == 0 || !p.error_words {
+        if flags[i] & ERROR == 0
+            || p.before + p.after == 0
+            || !p.error_words
+            || (inspected && is_member_line(recs[i].text))
+        {
             continue;
         }
         let before = mark_context(
@@ -502,6 +516,23 @@ fn select(
         repeated,
         rust,
     }
+}
+
+/// An indented `key: value` line (`_hadError: false,`, `'content-type': 'text/html',`, `[Symbol(kError)]: null`): a
+/// member of a printed object, not a diagnostic.
+fn is_member_line(line: &str) -> bool {
+    let t = line.trim_start();
+    if t.len() == line.len() {
+        return false;
+    }
+    let Some((key, _)) = t.split_once(": ") else {
+        return false;
+    };
+    let key = key.trim_matches(['\'', '"']);
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '$' | '-' | '[' | ']' | '(' | ')'))
 }
 
 /// A run of at least this many lines beginning with the same word is thinned; its first [`RUN_FIRST`] and last

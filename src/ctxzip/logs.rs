@@ -173,4 +173,42 @@ mod tests {
         assert_eq!(out.matches("(frames in ").count(), 1, "{out}");
         assert!(super::super::keeps_floor(&text, &out));
     }
+
+    /// An HTTP client's error printed by Node: the error and its frames, then the request, the socket and its timers
+    /// member after member. Members with an error word in their key stay, as the floor says, but bring no
+    /// neighbours: those are other members.
+    #[test]
+    fn a_printed_objects_members_with_error_words_keep_no_neighbours() {
+        let mut text = String::from(
+            "AxiosError: Request failed with status code 404\n    at settle (file:///app/node_modules/axios/lib/core/settle.js:19:12)\n    at async syncUser (file:///app/sync.mjs:6:20) {\n  isAxiosError: true,\n  request: <ref *1> ClientRequest {\n",
+        );
+        for i in 0..40 {
+            text.push_str(&format!("    _field{i}: {i},\n    error: [Function: onError{i}],\n    _events{i}: [Object],\n    timeout{i}: 4000,\n    _idle{i}: [Function: onTimeout],\n    _readable{i}: true,\n"));
+        }
+        text.push_str("  },\n  status: 404\n}\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(
+            out.contains("AxiosError: Request failed with status code 404\n"),
+            "{out}"
+        );
+        for i in 0..40 {
+            assert!(
+                out.contains(&format!("    error: [Function: onError{i}],\n")),
+                "{out}"
+            );
+        }
+        // The members around the floor's line are not kept as its context.
+        assert!(
+            !out.contains("_field20:") && !out.contains("timeout20:"),
+            "{out}"
+        );
+        assert!(super::super::keeps_floor(&text, &out));
+        assert!(
+            out.len() * 10 < text.len() * 6,
+            "{} of {}",
+            out.len(),
+            text.len()
+        );
+    }
 }
