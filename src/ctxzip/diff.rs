@@ -29,7 +29,8 @@ struct Hunk {
     /// Index of the `@@` line; the hunk's lines follow it up to `end`.
     header: usize,
     end: usize,
-    file: usize,
+    /// The file whose section holds the hunk; `None` for a hunk before any file header.
+    file: Option<usize>,
     adds: usize,
     dels: usize,
 }
@@ -84,7 +85,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     // hunks of lock files and generated artefacts, largest first.
     let moved = moved_files(&lines, &roles, &hunks, files.len());
     // A hunk before any file header (a `---` line alone, a mangled `diff --git`) belongs to no file: not moved.
-    let moved_to = |file: usize| moved.get(file).copied().flatten();
+    let moved_to = |file: Option<usize>| file.and_then(|f| moved[f]);
     let mut offloaded: Vec<bool> = hunks.iter().map(|h| moved_to(h.file).is_some()).collect();
     let changed: usize = hunks
         .iter()
@@ -94,9 +95,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         .sum();
     if changed > MAX_CHANGED {
         let mut order: Vec<usize> = (0..hunks.len())
-            .filter(|&h| {
-                !offloaded[h] && is_bulk_file(files.get(hunks[h].file).copied().unwrap_or(""))
-            })
+            .filter(|&h| !offloaded[h] && hunks[h].file.is_some_and(|f| is_bulk_file(files[f])))
             .collect();
         order.sort_by_key(|&h| (std::cmp::Reverse(hunks[h].adds + hunks[h].dels), h));
         let mut remaining = changed;
@@ -141,7 +140,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             let (adds, dels) = (hunks[h].adds, hunks[h].dels);
             tally.add(Unit::Lines, i - start);
             out.push_str(&ctx.marker(i - start, Unit::Lines));
-            match moved_to(hunks[h].file).and_then(|other| files.get(other)) {
+            match moved_to(hunks[h].file).map(|other| files[other]) {
                 Some(other) if dels > 0 => out.push_str(&format!(" (-{dels}: moved to {other})\n")),
                 Some(other) => out.push_str(&format!(" (+{adds}: moved from {other})\n")),
                 None => out.push_str(&format!(" (+{adds} -{dels})\n")),
@@ -161,20 +160,35 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     (out.len() < text.len()).then_some(out)
 }
 
-/// Roles of all lines, the hunks, and the file path of each `diff --git`/`+++` section.
+/// Roles of all lines, the hunks, and the file path of each file's section: one a `diff --git` line opens (its
+/// `+++` line is the same file's), or else one a `+++` line opens (`ruff format --diff`, `diff -ru`: no
+/// `diff --git` lines, a `+++` per file).
 fn parse<'a>(lines: &[&'a str]) -> (Vec<Role>, Vec<Hunk>, Vec<&'a str>) {
     let mut roles = vec![Role::Header; lines.len()];
     let mut hunks: Vec<Hunk> = Vec::new();
     let mut files: Vec<&str> = Vec::new();
+    // A `diff --git` line opened the current file and its `+++` line is still to come.
+    let mut git_file = false;
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
         if line.starts_with("diff --git ") {
             files.push(line.rsplit(' ').next().unwrap_or(""));
+            git_file = true;
         } else if let Some(path) = line.strip_prefix("+++ ") {
-            if files.is_empty() {
+            if !git_file {
+                // `+++ b/x.py\t2026-01-01 10:00:00`: the path before the timestamp; a deleted file's, or that of a
+                // file compared with standard input (`prettier x.js | diff -u x.js -`), is on the `---` line above.
+                let path_of = |p: &'a str| p.split('\t').next().unwrap_or(p);
+                let path = match (path_of(path), i.checked_sub(1).map(|j| lines[j])) {
+                    (new @ ("/dev/null" | "-"), Some(above)) => {
+                        above.strip_prefix("--- ").map_or(new, path_of)
+                    }
+                    (path, _) => path,
+                };
                 files.push(path);
             }
+            git_file = false;
         }
         let Some((mut old, mut new)) = hunk_counts(line) else {
             i += 1;
@@ -209,7 +223,7 @@ fn parse<'a>(lines: &[&'a str]) -> (Vec<Role>, Vec<Hunk>, Vec<&'a str>) {
         hunks.push(Hunk {
             header,
             end: i,
-            file: files.len().saturating_sub(1),
+            file: files.len().checked_sub(1),
             adds,
             dels,
         });
@@ -231,7 +245,7 @@ fn moved_files(
 ) -> Vec<Option<usize>> {
     let mut content: Vec<(Vec<&str>, Vec<&str>)> = vec![(Vec::new(), Vec::new()); n_files];
     for h in hunks {
-        let Some((added, deleted)) = content.get_mut(h.file) else {
+        let Some((added, deleted)) = h.file.map(|f| &mut content[f]) else {
             continue;
         };
         for i in h.header + 1..h.end {
@@ -395,6 +409,21 @@ mod tests {
         for i in 0..700 {
             assert!(out.contains(&format!("-old {i}\n+new {i}\n")));
         }
+    }
+
+    #[test]
+    fn each_plus_plus_plus_line_opens_a_file() {
+        // `ruff format --diff`: a `---`/`+++` pair per file and no `diff --git` line.
+        let d = "--- a.py\n+++ a.py\n@@ -1 +1 @@\n-a\n+b\n@@ -9 +9 @@\n-a\n+b\n--- b.py\t2026-01-01 10:00:00\n+++ b.py\t2026-01-01 10:00:01\n@@ -1 +1 @@\n-a\n+b\n";
+        let lines: Vec<&str> = d.lines().collect();
+        let (_, hunks, files) = parse(&lines);
+        assert_eq!(files, ["a.py", "b.py"]);
+        let owners: Vec<Option<usize>> = hunks.iter().map(|h| h.file).collect();
+        assert_eq!(owners, [Some(0), Some(0), Some(1)]);
+        // A `diff --git` section's `+++` line is its own file's, and a deleted file's path is on its `---` line.
+        let git = "diff --git a/x.rs b/x.rs\n--- a/x.rs\n+++ b/x.rs\n@@ -1 +1 @@\n-a\n+b\n--- gone.py\t2026-01-01\n+++ /dev/null\t1970-01-01\n@@ -1 +0,0 @@\n-a\n--- lib/x.js\t2026-01-01\n+++ -\t2026-01-01\n@@ -1 +1 @@\n-a\n+b\n";
+        let lines: Vec<&str> = git.lines().collect();
+        assert_eq!(parse(&lines).2, ["b/x.rs", "gone.py", "lib/x.js"]);
     }
 
     #[test]
