@@ -4,9 +4,12 @@
 //! change (an agent reviews and applies what it sees); context lines are trimmed to one on each side of a change.
 //! Whole hunks go behind markers only where nothing is lost to a reader: a file that is only moved (deleted here,
 //! added there with the same lines) and, when the changed lines exceed a budget, lock files and generated files —
-//! each leaving its `@@` header and a marker with its churn. Error, keep-pattern and relevant lines stay visible
-//! wherever they are.
+//! each leaving its `@@` header and a marker with its churn — and hunks that change only layout (a formatter's
+//! diff: the same code on both sides once [`layout`](super::layout) sets its whitespace, trailing commas and, in
+//! Python and JS/TS, its quote style aside), whose marker says `layout only`. Error, keep-pattern and relevant
+//! lines stay visible wherever they are.
 
+use super::layout::{self, Lang};
 use super::relevance::{is_error_line, is_floor_line};
 use super::{Ctx, Tally, Unit};
 
@@ -87,6 +90,24 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     // A hunk before any file header (a `---` line alone, a mangled `diff --git`) belongs to no file: not moved.
     let moved_to = |file: Option<usize>| file.and_then(|f| moved[f]);
     let mut offloaded: Vec<bool> = hunks.iter().map(|h| moved_to(h.file).is_some()).collect();
+    // A hunk whose code is the same on both sides goes behind its marker too, where the marker is the shorter.
+    let layout_only: Vec<bool> = hunks
+        .iter()
+        .zip(&offloaded)
+        .map(|(h, &off)| {
+            let lang = h.file.and_then(|f| Lang::of_path(files[f]));
+            !off && lang.is_some_and(|lang| same_code(&lines, &roles, h, lang)) && {
+                let shown: usize = (h.header + 1..h.end)
+                    .filter(|&j| keep[j])
+                    .map(|j| lines[j].len() + 1)
+                    .sum();
+                shown > ctx.marker(h.end - h.header - 1, Unit::Lines).len() + LAYOUT_NOTE_LEN
+            }
+        })
+        .collect();
+    for (off, &layout) in offloaded.iter_mut().zip(&layout_only) {
+        *off |= layout;
+    }
     let changed: usize = hunks
         .iter()
         .zip(&offloaded)
@@ -143,6 +164,9 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             match moved_to(hunks[h].file).map(|other| files[other]) {
                 Some(other) if dels > 0 => out.push_str(&format!(" (-{dels}: moved to {other})\n")),
                 Some(other) => out.push_str(&format!(" (+{adds}: moved from {other})\n")),
+                None if layout_only[h] => {
+                    out.push_str(&format!(" (+{adds} -{dels}, layout only)\n"))
+                }
                 None => out.push_str(&format!(" (+{adds} -{dels})\n")),
             }
         } else {
@@ -274,6 +298,39 @@ fn moved_files(
         }
     }
     moved
+}
+
+/// The length of a layout-only marker's note beyond the marker: ` (+12 -34, layout only)`.
+const LAYOUT_NOTE_LEN: usize = 24;
+
+/// Whether a hunk's old side (its context and `-` lines) and new side (its context and `+` lines) are the same
+/// code laid out differently. Both sides are compared whole, context included, so a line moved past its
+/// neighbours is a change; a hunk that only adds or only deletes, or that ends one side without a newline and
+/// not the other, is never layout only.
+fn same_code(lines: &[&str], roles: &[Role], h: &Hunk, lang: Lang) -> bool {
+    if h.adds == 0 || h.dels == 0 {
+        return false;
+    }
+    let (mut old, mut new) = (Vec::new(), Vec::new());
+    // `\ No newline at end of file` after a side's last line.
+    let (mut old_open, mut new_open) = (false, false);
+    for j in h.header + 1..h.end {
+        let text = lines[j].get(1..).unwrap_or("");
+        match roles[j] {
+            Role::Add => new.push(text),
+            Role::Del => old.push(text),
+            Role::Context => {
+                old.push(text);
+                new.push(text);
+            }
+            Role::Header => match roles[j - 1] {
+                Role::Add => new_open = true,
+                Role::Del => old_open = true,
+                _ => (old_open, new_open) = (true, true),
+            },
+        }
+    }
+    old_open == new_open && layout::same_code(&old, &new, lang)
 }
 
 /// `(old_count, new_count)` of a `@@ -a,b +c,d @@` header (a missing count means 1).
@@ -411,15 +468,79 @@ mod tests {
         }
     }
 
+    /// `ruff format --diff`: a `---`/`+++` pair per file and no `diff --git` line.
+    fn formatter_diff(first_file: &str) -> String {
+        let mut d = format!("--- {first_file}\n+++ {first_file}\n");
+        // Layout only: a call split over lines with a trailing comma.
+        d.push_str("@@ -1,3 +1,7 @@\n import os\n");
+        d.push_str("-result = compute(first_argument, second_argument, third_argument_here)\n");
+        d.push_str("+result = compute(\n+    first_argument,\n+    second_argument,\n+    third_argument_here,\n+)\n");
+        d.push_str(" print(result)\n");
+        // Layout only: quotes, with an error line inside.
+        d.push_str("@@ -20,4 +24,4 @@ def report():\n     if not uploaded:\n");
+        d.push_str("-        log('error: the upload to the archive failed', code=3)\n");
+        d.push_str("-        notify('the operator on duty, by mail and by pager')\n");
+        d.push_str("+        log(\"error: the upload to the archive failed\", code=3)\n");
+        d.push_str("+        notify(\"the operator on duty, by mail and by pager\")\n");
+        d.push_str("     return summary\n");
+        // A second file, opened by its own `+++` line: a real change beside a layout-only hunk.
+        d.push_str("--- b.py\t2026-01-01 10:00:00.000000 +0000\n+++ b.py\t2026-01-01 10:00:01.000000 +0000\n");
+        d.push_str("@@ -5,3 +5,3 @@ def add(a, b):\n     total = prepare(a, b)\n");
+        d.push_str("-    return total + compensation_for_the_rounding_error\n");
+        d.push_str("+    return total - compensation_for_the_rounding_error\n");
+        d.push_str(" \n");
+        d.push_str("@@ -30,4 +30,3 @@\n def scale(values):\n");
+        d.push_str("-    return [value * factor\n-            for value in values_to_be_scaled_by_the_factor]\n");
+        d.push_str("+    return [value * factor for value in values_to_be_scaled_by_the_factor]\n");
+        d.push_str(" \n");
+        d
+    }
+
+    #[test]
+    fn layout_only_hunks_go_behind_markers() {
+        let d = formatter_diff("a.py");
+        let out = compress(&d, &ctx(), &mut Tally::default()).unwrap_or_default();
+        // The real change, in the second file, stays whole.
+        assert!(
+            out.contains("-    return total + compensation_for_the_rounding_error\n+    return total - compensation_for_the_rounding_error\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "@@ -1,3 +1,7 @@\n<<ctxzip:0123456789ab 8_lines_offloaded>> (+5 -1, layout only)\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("@@ -30,4 +30,3 @@\n<<ctxzip:0123456789ab 5_lines_offloaded>> (+1 -2, layout only)\n"), "{out}");
+        // The error line stays visible inside its layout-only hunk, the rest of the hunk behind markers.
+        assert!(out.contains("@@ -20,4 +24,4 @@ def report():\n<<ctxzip:0123456789ab 1_lines_offloaded>> (+2 -2, layout only)\n-        log('error: the upload to the archive failed', code=3)\n<<ctxzip:0123456789ab 1_lines_offloaded>> (+2 -2, layout only)\n+        log(\"error: the upload to the archive failed\", code=3)\n<<ctxzip:0123456789ab 2_lines_offloaded>> (+2 -2, layout only)\n"), "{out}");
+        assert!(!out.contains("notify("), "{out}");
+        assert!(!out.contains("values_to_be_scaled"), "{out}");
+        // Every hunk header stays.
+        assert_eq!(out.matches("\n@@ ").count(), 4, "{out}");
+    }
+
+    #[test]
+    fn a_file_of_an_unknown_language_stays_whole() {
+        let mut d = String::from("--- run.sh\n+++ run.sh\n@@ -1,3 +1,3 @@\n set -e\n");
+        d.push_str("-echo 'deploying the service to the staging cluster now'\n");
+        d.push_str("+echo \"deploying the service to the staging cluster now\"\n");
+        d.push_str(" exit 0\n");
+        d.push_str(&formatter_diff("x.py"));
+        let out = compress(&d, &ctx(), &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains("@@ -1,3 +1,3 @@\n set -e\n-echo 'deploying the service to the staging cluster now'\n+echo \"deploying the service to the staging cluster now\"\n exit 0\n"), "{out}");
+        // The Python file after it is still taken for what it is: its own `+++` line opened it.
+        assert!(out.contains("(+5 -1, layout only)"), "{out}");
+    }
+
     #[test]
     fn each_plus_plus_plus_line_opens_a_file() {
-        // `ruff format --diff`: a `---`/`+++` pair per file and no `diff --git` line.
-        let d = "--- a.py\n+++ a.py\n@@ -1 +1 @@\n-a\n+b\n@@ -9 +9 @@\n-a\n+b\n--- b.py\t2026-01-01 10:00:00\n+++ b.py\t2026-01-01 10:00:01\n@@ -1 +1 @@\n-a\n+b\n";
+        let d = formatter_diff("a.py");
         let lines: Vec<&str> = d.lines().collect();
         let (_, hunks, files) = parse(&lines);
         assert_eq!(files, ["a.py", "b.py"]);
         let owners: Vec<Option<usize>> = hunks.iter().map(|h| h.file).collect();
-        assert_eq!(owners, [Some(0), Some(0), Some(1)]);
+        assert_eq!(owners, [Some(0), Some(0), Some(1), Some(1)]);
         // A `diff --git` section's `+++` line is its own file's, and a deleted file's path is on its `---` line.
         let git = "diff --git a/x.rs b/x.rs\n--- a/x.rs\n+++ b/x.rs\n@@ -1 +1 @@\n-a\n+b\n--- gone.py\t2026-01-01\n+++ /dev/null\t1970-01-01\n@@ -1 +0,0 @@\n-a\n--- lib/x.js\t2026-01-01\n+++ -\t2026-01-01\n@@ -1 +1 @@\n-a\n+b\n";
         let lines: Vec<&str> = git.lines().collect();

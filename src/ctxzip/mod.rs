@@ -21,6 +21,7 @@ mod json_delta;
 mod json_fold;
 mod json_object;
 mod json_seen;
+mod layout;
 mod lines;
 mod logs;
 pub mod marker;
