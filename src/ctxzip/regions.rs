@@ -30,6 +30,8 @@ pub(crate) mod rust_backtrace;
 mod sanitizer;
 pub(crate) mod shared;
 
+/// A pytest frame shorter than this (its location line and one more) is shown again rather than pointed back to.
+const MIN_PYTEST_FRAME: usize = 3;
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
 const MAX_TRACEBACK: usize = 160;
 const TRACEBACK_HEAD: usize = 40;
@@ -78,6 +80,10 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
     let mut code_frames_seen: HashSet<(&str, Option<&str>)> = HashSet::new();
     // The Rust backtrace frames shown so far.
     let mut rust_shown = HashSet::new();
+    // pytest's long-format frames shown so far (a frame's source lines through its `path:line:` location), and
+    // where the current block's next frame starts.
+    let mut pytest_frames: HashSet<&[&str]> = HashSet::new();
+    let mut pytest_frame_start: Option<usize> = None;
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
@@ -238,6 +244,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
         if is_banner(line) {
             keep[i] = true;
             in_pytest_block = line.starts_with("___");
+            pytest_frame_start = in_pytest_block.then_some(i + 1);
         } else if is_summary(t) {
             keep[i] = true;
         } else if in_pytest_block && is_short_entry(lines, i) {
@@ -261,6 +268,24 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
             keep[i] = true;
             if line.starts_with('>') && i > 0 {
                 keep[i - 1] = true;
+            }
+            if let Some(from) = pytest_frame_start.filter(|_| search_prefix(line).is_some()) {
+                // A frame ends at its location line. The same frame under an earlier failure (the assertion helper
+                // every test of a run fails in) is shown once: later, its source lines go behind one marker line.
+                // What opens a frame is not compared: the `_ _ _` rule and the values of its arguments
+                // (`expected = '…'`), which differ from test to test, stay where they are.
+                let start = (from..i)
+                    .find(|&j| {
+                        let l = lines[j].trim_end_matches('\r');
+                        !(l.trim().is_empty() || l.starts_with("_ _") || is_frame_argument(l))
+                    })
+                    .unwrap_or(i);
+                let frame = &lines[start..=i];
+                if frame.len() >= MIN_PYTEST_FRAME && !pytest_frames.insert(frame) {
+                    keep[start..=i].iter_mut().for_each(|k| *k = false);
+                    repeated[start..=i].iter_mut().for_each(|r| *r = true);
+                }
+                pytest_frame_start = Some(i + 1);
             }
         }
         if is_frame(t) && i > 0 && !is_frame(lines[i - 1].trim_start()) {
@@ -484,6 +509,13 @@ fn is_pytest_detail(line: &str) -> bool {
     line.starts_with("E ") || line == "E" || line.starts_with('>') || search_prefix(line).is_some()
 }
 
+/// A frame's argument as pytest's long format shows it above the frame's source: `expected = 'spam'`, unindented.
+fn is_frame_argument(line: &str) -> bool {
+    line.split_once(" = ").is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
 /// A short pytest traceback entry at `i`: a `path:line: in func` location followed by one indented source line.
 fn is_short_entry(lines: &[&str], i: usize) -> bool {
     let line = lines[i].trim_end_matches('\r');
@@ -636,6 +668,50 @@ mod tests {
             .filter(|(_, k)| *k)
             .map(|(l, _)| l.to_string())
             .collect()
+    }
+
+    /// pytest's long format: every failing test calls the same assertion helper, whose frame is printed under each
+    /// failure with the test's own argument values above it. The helper's source is shown under the first failure;
+    /// under the later ones it goes behind a marker, while the test's own frame stays.
+    #[test]
+    fn a_pytest_frame_shown_under_an_earlier_failure_is_not_kept_again() {
+        let block = |name: &str, value: &str| {
+            format!(
+                "______ {name} ______\n\n    def {name}():\n        result = render('{value}')\n>       assert_equal('x', result)\n\ntests/test_out.py:24: \n_ _ _ _ _ _ _ _ _ _\n\nexpected = 'x'\nresult = '{value}'\n\n    def assert_equal(expected, result):\n        print(\"Got: %r\" % result)\n>       assert expected == result\nE       AssertionError\n\ntests/common.py:9: AssertionError\n"
+            )
+        };
+        let text = format!(
+            "==== FAILURES ====\n{}{}==== 2 failed in 0.1s ====\n",
+            block("test_a", "aa"),
+            block("test_b", "bb")
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let mut keep = vec![false; lines.len()];
+        let mut repeated = vec![false; lines.len()];
+        mark(&lines, &mut keep, &mut repeated, &mut vec![0; lines.len()]);
+        let at = |needle: &str, nth: usize| {
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains(needle))
+                .nth(nth)
+                .map_or(usize::MAX, |(i, _)| i)
+        };
+        // The helper under the first failure: its failing line and location kept.
+        assert!(keep[at(">       assert expected == result", 0)]);
+        assert!(keep[at("tests/common.py:9:", 0)]);
+        // Under the second: the same source lines go, as frames shown above.
+        for needle in [
+            "def assert_equal",
+            ">       assert expected == result",
+            "tests/common.py:9:",
+        ] {
+            let i = at(needle, 1);
+            assert!(!keep[i] && repeated[i], "{needle}");
+        }
+        // The test's own frame and its argument values are not the helper's: they stay out of the run.
+        assert!(keep[at(">       assert_equal('x', result)", 1)]);
+        assert!(!repeated[at("result = 'bb'", 0)]);
     }
 
     #[test]
