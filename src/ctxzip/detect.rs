@@ -47,7 +47,7 @@ pub fn detect(text: &str) -> Kind {
     let not_source = f.diff_files > 0
         || f.hunks > 0
         || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8)
-        || (f.inspected >= 2 && f.inspected * 20 >= f.nonempty);
+        || reads_as_printout(f.inspected, f.nonempty);
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
@@ -71,6 +71,12 @@ pub fn detect(text: &str) -> Kind {
         return Kind::Log;
     }
     Kind::Lines
+}
+
+/// Whether a text of `lines` lines, `inspected` of them [`is_inspected`], is a value a runtime printed: two such
+/// lines at least, and one in twenty.
+pub(crate) fn reads_as_printout(inspected: usize, lines: usize) -> bool {
+    inspected >= 2 && inspected * 20 >= lines
 }
 
 /// A line of Node's `util.inspect` (what `console.log` prints of a value) that no source has: a nested value it

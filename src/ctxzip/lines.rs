@@ -106,13 +106,13 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 /// find`, `deprecated`) — each with its context — up to this many; later ones are left to the marker. A build or
 /// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
 /// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
-pub(crate) const MAX_WARNING_LINES: usize = 32;
+const MAX_WARNING_LINES: usize = 32;
 /// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
 /// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
 /// compiler that finds the same thing in forty places prints forty diagnostics, and the first few show what it is
 /// and where it looks. Kinds differ, so a build's other kinds of warnings still get their place under
 /// [`MAX_WARNING_LINES`].
-pub(crate) const MAX_WARNINGS_OF_A_KIND: u8 = 3;
+const MAX_WARNINGS_OF_A_KIND: u8 = 3;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
 const CHEAP_GAP: usize = 100;
@@ -381,17 +381,16 @@ fn select(
     // A value a runtime printed (an HTTP client's error object: its request, socket and timers, member after
     // member) holds error words in its keys (`_hadError: false`, `error: [Function: onError]`): such a member line
     // stays, as the floor says, but its neighbours are other members, no context of it.
-    let inspected = {
-        let found = texts
+    let inspected = super::detect::reads_as_printout(
+        texts
             .iter()
             .filter(|t| super::detect::is_inspected(t.trim()))
-            .count();
-        found >= 2 && found * 20 >= n
-    };
+            .count(),
+        n,
+    );
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
-    let mut warnings_left = MAX_WARNING_LINES;
-    let mut kinds: FastMap<u64, u8> = FastMap::default();
+    let mut warnings = WarningBudget::default();
     let mut other = keep.clone();
     // A headed table's odd rows (`CrashLoopBackOff`, `0/1`, `Exited (137)`) stay like floor lines: gathered after
     // a marker in a listing, each in its place otherwise.
@@ -414,16 +413,8 @@ fn select(
         if *copies >= MAX_COPIES_OF_ERROR {
             continue;
         }
-        if flags[i] & FLOOR == 0 {
-            if warnings_left == 0 {
-                continue;
-            }
-            let of_kind = kinds.entry(warning_kind(recs[i].text)).or_insert(0);
-            if *of_kind >= MAX_WARNINGS_OF_A_KIND {
-                continue;
-            }
-            *of_kind += 1;
-            warnings_left -= 1;
+        if flags[i] & FLOOR == 0 && !warnings.admit(recs[i].text) {
+            continue;
         }
         *copies += 1;
         keep[i] = true;
@@ -660,10 +651,42 @@ fn is_path_header(line: &str) -> bool {
         && (t.contains('/') || t.contains('\\') || extension)
 }
 
+/// The warning lines (an error or warning word, no floor word) one output may keep: [`MAX_WARNINGS_OF_A_KIND`] of
+/// each kind, [`MAX_WARNING_LINES`] in all. The line compressor and the search compressor both ask it.
+pub(crate) struct WarningBudget {
+    left: usize,
+    kinds: FastMap<u64, u8>,
+}
+
+impl Default for WarningBudget {
+    fn default() -> Self {
+        Self {
+            left: MAX_WARNING_LINES,
+            kinds: FastMap::default(),
+        }
+    }
+}
+
+impl WarningBudget {
+    /// Whether the warning `line` may be kept, counting it if so.
+    pub(crate) fn admit(&mut self, line: &str) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        let of_kind = self.kinds.entry(warning_kind(line)).or_insert(0);
+        if *of_kind >= MAX_WARNINGS_OF_A_KIND {
+            return false;
+        }
+        *of_kind += 1;
+        self.left -= 1;
+        true
+    }
+}
+
 /// What kind of warning a line reports, as a hash of [`kind_text`]: `src/a.c:12:3: warning: unused parameter
 /// ‘argc’ [-Wunused-parameter]` and `src/b.c:90:7: warning: unused parameter ‘pApi’ [-Wunused-parameter]` are one
 /// kind; a line without an error or warning word is its own kind, names and numbers aside.
-pub(crate) fn warning_kind(line: &str) -> u64 {
+fn warning_kind(line: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let from = super::relevance::find_error_word(line.as_bytes(), 0).map_or(0, |(start, _)| start);
     let mut h = rustc_hash::FxHasher::default();

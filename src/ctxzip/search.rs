@@ -8,7 +8,7 @@
 use rustc_hash::FxHashMap as FastMap;
 
 use super::detect::search_path;
-use super::lines::{MAX_WARNING_LINES, MAX_WARNINGS_OF_A_KIND, warning_kind};
+use super::lines::WarningBudget;
 use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
 use super::truncate::{LONG_LINE, shorten};
 use super::{Ctx, Tally, Unit};
@@ -44,20 +44,11 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     let mut other: Vec<usize> = Vec::new();
     // Warning lines stay as the line compressor keeps them: a few of each kind, a few dozen in all. Sphinx's 400
     // `path:line: WARNING: …` lines read as search hits, and each held its place.
-    let mut warnings_left = MAX_WARNING_LINES;
-    let mut kinds: FastMap<u64, u8> = FastMap::default();
+    let mut warnings = WarningBudget::default();
     for (i, line) in lines.iter().enumerate() {
         let hits = ctx.matcher.scan(line.as_bytes());
-        let warning = !is_floor_line(line) && is_error_line(line) && {
-            let of_kind = kinds.entry(warning_kind(line)).or_insert(0);
-            let room = warnings_left > 0 && *of_kind < MAX_WARNINGS_OF_A_KIND;
-            if room {
-                *of_kind += 1;
-                warnings_left -= 1;
-            }
-            room
-        };
-        protected[i] = hits.keep || warning || is_floor_line(line);
+        let floor = is_floor_line(line);
+        protected[i] = hits.keep || floor || (is_error_line(line) && warnings.admit(line));
         score[i] = hits.score();
         let Some(path) = search_path(line) else {
             other.push(i);
