@@ -99,6 +99,12 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         }
         out.push('\n');
     };
+    // What each line becomes, decided file by file and then written in the output's own order: a build log read
+    // as search results (Sphinx's `path:line: WARNING:` lines between its progress lines) keeps its sequence, and
+    // a file whose hits come back later is not pulled together with its first ones.
+    let mut keep = vec![false; n];
+    // The file whose `… +N more` line follows this line (its last kept hit).
+    let mut more_after: Vec<Option<(usize, usize)>> = vec![None; n];
     for (fi, f) in files.iter().enumerate() {
         if !show_file[fi] {
             hidden_files += 1;
@@ -112,27 +118,34 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         }
         let mut ranked: Vec<usize> = f.lines.clone();
         ranked.sort_by_key(|&i| (!protected[i], std::cmp::Reverse(score[i]), i));
-        let mut chosen: Vec<usize> = ranked
-            .iter()
-            .enumerate()
-            .filter(|(rank, i)| *rank < PER_FILE || protected[**i])
-            .map(|(_, i)| *i)
-            .collect();
-        chosen.sort_unstable();
-        for &i in &chosen {
-            emit(&mut out, tally, i);
+        let mut last = None;
+        let mut chosen = 0;
+        for (rank, &i) in ranked.iter().enumerate() {
+            if rank < PER_FILE || protected[i] {
+                keep[i] = true;
+                chosen += 1;
+                last = last.max(Some(i));
+            }
         }
-        let rest = f.lines.len() - chosen.len();
-        if rest > 0 {
+        let rest = f.lines.len() - chosen;
+        if let Some(last) = last.filter(|_| rest > 0) {
             dropped += rest;
-            out.push_str(&format!("  … +{rest} more in {}\n", f.path));
+            more_after[last] = Some((fi, rest));
         }
     }
     for &i in &other {
         if protected[i] || score[i] > 0 {
-            emit(&mut out, tally, i);
+            keep[i] = true;
         } else if !lines[i].trim().is_empty() && lines[i] != "--" {
             dropped += 1;
+        }
+    }
+    for i in 0..n {
+        if keep[i] {
+            emit(&mut out, tally, i);
+        }
+        if let Some((fi, rest)) = more_after[i] {
+            out.push_str(&format!("  … +{rest} more in {}\n", files[fi].path));
         }
     }
     if dropped == 0 {
@@ -244,6 +257,36 @@ mod tests {
             out.contains("more files (api/: ") && out.contains("guide/: "),
             "{out}"
         );
+        assert!(super::super::keeps_floor(&text, &out));
+    }
+
+    /// A build log whose warnings read as search hits keeps its order: a file's error printed after every other file's
+    /// warnings stays there, and so does the `make` line that ends the log.
+    #[test]
+    fn lines_stay_in_the_outputs_order() {
+        let mut text = String::from("Running Sphinx v7.2.6\nreading sources... [ 50%] api\n");
+        for f in 0..30 {
+            for l in 0..4 {
+                text.push_str(&format!(
+                    "docs/p{f}.rst:{l}: WARNING: duplicate label x{f}_{l}\n"
+                ));
+            }
+        }
+        text.push_str("writing output... [100%] index\n");
+        text.push_str("docs/p0.rst:9: ERROR: Unknown directive type \"autofoo\".\n");
+        text.push_str("make: *** [Makefile:20: html] Error 1\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        let at = |needle: &str| {
+            out.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {out}"))
+        };
+        assert!(at("docs/p29.rst:0:") < at("docs/p0.rst:9: ERROR"), "{out}");
+        assert!(
+            at("docs/p0.rst:9: ERROR") < at("+1 more in docs/p0.rst"),
+            "{out}"
+        );
+        assert!(at("+1 more in docs/p0.rst") < at("make: ***"), "{out}");
         assert!(super::super::keeps_floor(&text, &out));
     }
 
