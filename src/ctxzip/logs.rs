@@ -121,6 +121,38 @@ mod tests {
         assert!(super::super::keeps_floor(&text, &out));
     }
 
+    /// A C++ error repeated at many call sites prints the same note under each: its first copy stays, later ones go
+    /// behind a marker that says so, and every error line with its own source and caret stays.
+    #[test]
+    fn a_compilers_note_printed_again_is_shown_once() {
+        let mut text = String::from("g++ -fPIC -Wall -c -o tinyxml2.o tinyxml2.cpp\n");
+        for k in 0..12 {
+            let line = 1100 + 10 * k;
+            text.push_str(&format!(
+                "tinyxml2.cpp: In member function \u{2018}virtual bool tinyxml2::XMLText::Equal{k}(const tinyxml2::XMLNode*) const\u{2019}:\n\
+                 tinyxml2.cpp:{line}:55: error: passing \u{2018}const tinyxml2::XMLText\u{2019} as \u{2018}this\u{2019} argument discards qualifiers [-fpermissive]\n \
+                 {line} |     return ( text && XMLUtil::StringEqual( text->Value(), Value{k}() ) );\n      \
+                 |                                            ~~~~~~~~~~~^~\n\
+                 tinyxml2.h:747:17: note:   in call to \u{2018}const char* tinyxml2::XMLNode::Value()\u{2019}\n  \
+                 747 |     const char* Value();\n      \
+                 |                 ^~~~~\n"
+            ));
+        }
+        text.push_str("make: *** [<builtin>: tinyxml2.o] Error 1\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert_eq!(out.matches("note:   in call to").count(), 1, "{out}");
+        assert_eq!(out.matches("(the same note as above)").count(), 11, "{out}");
+        assert_eq!(out.matches(": error: passing").count(), 12, "{out}");
+        assert!(
+            out.contains(
+                " 1210 |     return ( text && XMLUtil::StringEqual( text->Value(), Value11() ) );\n"
+            ),
+            "{out}"
+        );
+        assert!(super::super::keeps_floor(&text, &out));
+    }
+
     /// A Rust panic in an async task: the program's frame stays with the calls around it, the scheduler's fifty
     /// frames go behind one marker that names their crates, and the floor's `std::panicking` frames among them
     /// follow it.

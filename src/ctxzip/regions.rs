@@ -7,7 +7,8 @@
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
 //! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
 //! ([`goroutines`]), a failing Go test's output above its `--- FAIL:` line ([`gotest`]), a Rust backtrace's own frames ([`rust_backtrace`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
-//! through its summary ([`sanitizer`]), test-runner section and summary lines. Everything else —
+//! through its summary ([`sanitizer`]), test-runner section and summary lines. A compiler's note printed again
+//! under a later diagnostic is shown once ([`notes`]). Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
 //!
@@ -25,6 +26,7 @@ use super::detect::{is_log_like, search_prefix};
 mod cycles;
 mod goroutines;
 mod gotest;
+pub(crate) mod notes;
 mod numbered;
 pub(crate) mod rust_backtrace;
 mod sanitizer;
@@ -84,6 +86,8 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
     // where the current block's next frame starts.
     let mut pytest_frames: HashSet<&[&str]> = HashSet::new();
     let mut pytest_frame_start: Option<usize> = None;
+    // A compiler's notes shown so far (the note line and its snippet): a note printed again is not kept again.
+    let mut notes_seen: HashSet<&[&str]> = HashSet::new();
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
@@ -106,6 +110,14 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
             let end = sanitizer::report_end(&lines[..n], i);
             keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
             i = end.max(i + 1);
+            continue;
+        }
+        if let Some(end) = notes::note_end(&lines[..n], i) {
+            if !notes_seen.insert(&lines[i..end]) {
+                keep[i..end].iter_mut().for_each(|k| *k = false);
+                repeated[i..end].iter_mut().for_each(|r| *r = true);
+            }
+            i = end;
             continue;
         }
         if numbered::is_heading(t) {

@@ -14,6 +14,8 @@ use crate::ctxzip::{Ctx, Tally, Unit};
 const REPEATED_FRAMES: &str = " (the same stack frames as above)";
 /// The same, when the run is a code frame printed again (its source lines, failing line and caret).
 const REPEATED_CODE_FRAME: &str = " (the same code frame as above)";
+/// The same, when the run is a compiler's note printed again (its line and source snippet).
+const REPEATED_NOTE: &str = " (the same note as above)";
 /// What the marker line says when only colour codes were left out.
 const COLOURS: &str = " (terminal colour codes)";
 /// Visible head of a shortened long line.
@@ -98,7 +100,15 @@ pub(super) fn render(
             out.push_str(&regions::rust_backtrace::note(&crates));
         } else if (i..end).all(|k| keep[k] || repeated.get(k).copied().unwrap_or(false)) {
             let code = (i..end).all(|k| keep[k] || regions::is_code_frame_line(recs[k].text));
-            out.push_str(if code {
+            let note = dropped_lines().any(|k| regions::notes::is_note(recs[k].text))
+                && dropped_lines().all(|k| {
+                    regions::notes::is_note(recs[k].text)
+                        || regions::is_code_frame_line(recs[k].text)
+                        || recs[k].text.starts_with(' ')
+                });
+            out.push_str(if note {
+                REPEATED_NOTE
+            } else if code {
                 REPEATED_CODE_FRAME
             } else {
                 REPEATED_FRAMES
