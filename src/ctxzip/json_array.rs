@@ -15,7 +15,7 @@ use super::jscan::{Member, Span, array_items, scan_string};
 use super::json_delta::{Reference, reduce_row};
 use super::json_object::compress_value;
 use super::json_seen::{Look, Step};
-use super::relevance::MAX_ERROR_LINE_BYTES;
+use super::relevance::{MAX_ERROR_LINE_BYTES, selective_terms};
 use super::{Ctx, Tally, Unit};
 
 /// Containers smaller than this (bytes) inside a document are left alone.
@@ -102,9 +102,17 @@ pub(crate) fn compress_container(
         if stays_whole(text, e.value, row, hits.keep) {
             marks[i] = Mark::Protect;
         } else if hits.query != 0 {
-            relevant.push((hits.score(), i));
+            relevant.push((hits.query, i));
         }
     }
+    // A term in most rows picks none out: the key the command names (`SELECT name …` over rows that all have a
+    // `name`), a value every row shares (`WHERE section = "golang"`). Only the selective terms rank rows, or every
+    // row would be relevant and stay.
+    let mask = selective_terms(relevant.iter().map(|r| r.0), n);
+    relevant.retain_mut(|r| {
+        r.0 = (r.0 & mask).count_ones();
+        r.0 > 0
+    });
     // The head and tail rows are samples of what a row looks like. When the rows kept for their errors are at
     // least as many as the head, they show that already: half the samples do.
     let protected = marks.iter().filter(|m| **m == Mark::Protect).count();
@@ -508,5 +516,27 @@ mod tests {
                 .unwrap_or_default()
                 .contains("\"a needle here\"")
         );
+    }
+
+    /// `sqlite3 -json … 'SELECT name, version …'`: the query's `name` is a key of every row and `golang` a word of
+    /// every row; neither picks rows out, so the rows the query does not single out go as any others would. A
+    /// term of a few rows still keeps them.
+    #[test]
+    fn a_term_in_every_row_picks_none() {
+        let rows: Vec<String> = (0..40)
+            .map(|k| {
+                let name = if k == 23 { "golang-rare".to_owned() } else { format!("golang-pkg-{k}") };
+                format!("{{\"name\":\"{name}\",\"version\":\"1.{k}.0-2\",\"maintainer\":\"Debian Go Packaging Team\"}}")
+            })
+            .collect();
+        let t = format!("[{}]", rows.join(",\n"));
+        let q = Options {
+            query: vec!["name".into(), "golang".into(), "rare".into()],
+            ..Options::default()
+        };
+        let out = run(&t, &q).unwrap_or_default();
+        assert!(out.contains("golang-rare"), "{out}");
+        let shown = out.matches("\"maintainer\"").count();
+        assert!(shown <= 16, "{shown} rows shown: {out}");
     }
 }

@@ -200,12 +200,6 @@ pub(crate) struct Hits {
     pub query: u32,
 }
 
-impl Hits {
-    pub(crate) fn score(self) -> u32 {
-        self.query.count_ones()
-    }
-}
-
 /// A query term matching more lines than this may still be selective; above it, see [`selective_terms`].
 const MIN_COMMON_HITS: usize = 8;
 

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as FastMap;
 
 use super::detect::search_path;
 use super::lines::WarningBudget;
-use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line};
+use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line, selective_terms};
 use super::truncate::{LONG_LINE, shorten};
 use super::{Ctx, Tally, Unit};
 
@@ -49,7 +49,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         let hits = ctx.matcher.scan(line.as_bytes());
         let floor = is_floor_line(line);
         protected[i] = hits.keep || floor || (is_error_line(line) && warnings.admit(line));
-        score[i] = hits.score();
+        score[i] = hits.query;
         let Some(path) = search_path(line) else {
             other.push(i);
             continue;
@@ -66,7 +66,15 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         let file = &mut files[f];
         file.lines.push(i);
         file.protected |= protected[i];
-        file.score = file.score.max(score[i]);
+    }
+    // A term on most lines picks none out (the searched pattern itself is on every hit): only the selective terms
+    // score a line.
+    let mask = selective_terms(score.iter().copied(), n);
+    for s in &mut score {
+        *s = (*s & mask).count_ones();
+    }
+    for f in &mut files {
+        f.score = f.lines.iter().map(|&i| score[i]).max().unwrap_or(0);
     }
     let nf = files.len();
     let mut show_file = vec![false; nf];
@@ -288,6 +296,32 @@ mod tests {
         );
         assert!(at("+1 more in docs/p0.rst") < at("make: ***"), "{out}");
         assert!(super::super::keeps_floor(&text, &out));
+    }
+
+    /// `grep -rn poll_ready`: the searched word is on every hit, so it ranks no file above another; the files a
+    /// rarer query term names still stay.
+    #[test]
+    fn the_searched_pattern_on_every_line_picks_no_file() {
+        let mut text = String::new();
+        for f in 0..60 {
+            for l in 0..3 {
+                let call = if f == 40 {
+                    "poll_ready(cx) // tower"
+                } else {
+                    "poll_ready(cx)"
+                };
+                text.push_str(&format!("./src/m{f}.rs:{l}:    self.inner.{call}\n"));
+            }
+        }
+        let options = Options {
+            query: vec!["poll_ready".into(), "tower".into()],
+            ..Options::default()
+        };
+        let ctx = Ctx::new("0123456789ab".into(), &options);
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(out.contains("./src/m40.rs:0:"), "{out}");
+        let files = out.matches("more in ./src/").count();
+        assert!(files <= 11, "{files} files shown: {out}");
     }
 
     #[test]
