@@ -121,6 +121,62 @@ mod tests {
         assert!(super::super::keeps_floor(&text, &out));
     }
 
+    /// Valgrind reports one bug in a loop once per call site, over the same callers: each report's fault line, its
+    /// own frames and the address it touched stay, and the callers a report above showed go behind one marker line.
+    #[test]
+    fn valgrind_reports_keep_their_fault_and_show_shared_callers_once() {
+        let mut text = String::from(
+            "==4242== Memcheck, a memory error detector\n==4242== Command: ./test_cast\n==4242== \n",
+        );
+        for k in 0..10 {
+            text.push_str(&format!(
+                "==4242== Invalid read of size 8\n==4242==    at 0x48615{k:02X}: lh_table_lookup (linkhash.c:{})\n",
+                630 + k
+            ));
+            for (f, file) in [
+                "json_object_add (json_object.c:555)",
+                "json_tokener_parse_ex (json_tokener.c:1182)",
+                "json_tokener_parse (json_tokener.c:216)",
+                "main (test_cast.c:43)",
+            ]
+            .iter()
+            .enumerate()
+            {
+                text.push_str(&format!("==4242==    by 0x4857C{f}E: {file}\n"));
+            }
+            text.push_str("==4242==  Address 0x4aa4638 is 8 bytes after a block of size 40 alloc'd\n==4242== \n");
+        }
+        for k in 0..30 {
+            text.push_str(&format!("test_cast: case {k} parsed\n"));
+        }
+        text.push_str(
+            "==4242== ERROR SUMMARY: 10 errors from 10 contexts (suppressed: 0 from 0)\n",
+        );
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert_eq!(out.matches("Invalid read of size 8").count(), 10, "{out}");
+        assert!(
+            out.contains("at 0x4861509: lh_table_lookup (linkhash.c:639)\n"),
+            "{out}"
+        );
+        assert_eq!(
+            out.matches("by 0x4857C3E: main (test_cast.c:43)").count(),
+            1,
+            "{out}"
+        );
+        assert_eq!(
+            out.matches("(the same stack frames as above)").count(),
+            9,
+            "{out}"
+        );
+        assert_eq!(
+            out.matches("is 8 bytes after a block of size 40").count(),
+            10,
+            "{out}"
+        );
+        assert!(super::super::keeps_floor(&text, &out));
+    }
+
     /// A C++ error repeated at many call sites prints the same note under each: its first copy stays, later ones go
     /// behind a marker that says so, and every error line with its own source and caret stays.
     #[test]

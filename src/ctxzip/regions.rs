@@ -7,7 +7,7 @@
 //! exception (and, in a unittest failure block, the assertion message after it up to the block's closing rule:
 //! the diff of what was expected and what came), a Go panic's goroutine and the distinct stacks of a goroutine dump
 //! ([`goroutines`]), a failing Go test's output above its `--- FAIL:` line ([`gotest`]), a Rust backtrace's own frames ([`rust_backtrace`]), RSpec's, Mocha's and Jasmine's numbered failure blocks ([`numbered`]), a sanitizer's report
-//! through its summary ([`sanitizer`]), test-runner section and summary lines. A compiler's note printed again
+//! through its summary ([`sanitizer`]), a Valgrind report's stack ([`valgrind`]), test-runner section and summary lines. A compiler's note printed again
 //! under a later diagnostic is shown once ([`notes`]). Everything else —
 //! progress dots, `PASSED` lines, install and collection chatter — may go behind a marker; the error floor and the
 //! head and tail of the run are kept by the line engine around this.
@@ -31,6 +31,7 @@ mod numbered;
 pub(crate) mod rust_backtrace;
 mod sanitizer;
 pub(crate) mod shared;
+mod valgrind;
 
 /// A pytest frame shorter than this (its location line and one more) is shown again rather than pointed back to.
 const MIN_PYTEST_FRAME: usize = 3;
@@ -88,6 +89,8 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
     let mut pytest_frame_start: Option<usize> = None;
     // A compiler's notes shown so far (the note line and its snippet): a note printed again is not kept again.
     let mut notes_seen: HashSet<&[&str]> = HashSet::new();
+    // Valgrind's stacks kept so far.
+    let mut valgrind_stacks = 0;
     let mut i = 0;
     while i < n {
         let line = lines[i].trim_end_matches('\r');
@@ -109,6 +112,27 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
             // the memory (or the racing thread's), each after a blank line.
             let end = sanitizer::report_end(&lines[..n], i);
             keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+            i = end.max(i + 1);
+            continue;
+        }
+        if valgrind::is_frame(line) {
+            // A Valgrind report's stack, and the line above it that names the fault (`Invalid read of size 8`) or
+            // the block (`Address 0x… is 0 bytes after a block of size 40 alloc'd`).
+            let end = valgrind::frames_end(&lines[..n], i);
+            if valgrind_stacks < valgrind::MAX_REPORTS {
+                valgrind_stacks += 1;
+                if i > 0 {
+                    keep[i - 1] = true;
+                }
+                let after = valgrind::after_end(&lines[..n], end);
+                keep[end..after].iter_mut().for_each(|k| *k = true);
+                if frames_seen.insert(&lines[i..end]) {
+                    keep_stack(lines, keep, repeated, i, end, MAX_FRAMES, MAX_FRAMES / 2);
+                    shown.collapse(lines, i..end, shared::Frames::Lines, keep, repeated);
+                } else {
+                    repeated[i..end].iter_mut().for_each(|r| *r = true);
+                }
+            }
             i = end.max(i + 1);
             continue;
         }
