@@ -348,9 +348,10 @@ struct Selection {
     floor_only: Vec<bool>,
     /// The frames of a traceback printed again ([`regions::mark`]); empty unless the params find regions.
     repeated: Vec<bool>,
-    /// Why a Rust backtrace's frames are left out ([`regions::rust_backtrace::RUNTIME`], `SHOWN_ABOVE`), 0 for
+    /// Why a region's lines are left out, for the marker to say: a Rust backtrace's frames
+    /// ([`regions::rust_backtrace::RUNTIME`], `SHOWN_ABOVE`), a sanitizer's shadow map ([`regions::SHADOW`]); 0 for
     /// every other line; empty unless the params find regions.
-    rust: Vec<u8>,
+    why: Vec<u8>,
 }
 
 /// The lines to keep. `texts` are the records' lines, for the region finders.
@@ -365,7 +366,7 @@ fn select(
     let mut keep = vec![false; n];
     // Lines no error line's context may keep: the frames of a traceback printed again ([`regions::mark`]).
     let mut repeated = vec![false; if p.regions == Regions::None { 0 } else { n }];
-    let mut rust = vec![0u8; repeated.len()];
+    let mut why = vec![0u8; repeated.len()];
     keep.iter_mut().take(p.head).for_each(|k| *k = true);
     keep.iter_mut()
         .skip(n.saturating_sub(p.tail))
@@ -375,7 +376,7 @@ fn select(
     }
     match p.regions {
         Regions::None => {}
-        Regions::Runs => regions::mark(texts, &mut keep, &mut repeated, &mut rust),
+        Regions::Runs => regions::mark(texts, &mut keep, &mut repeated, &mut why),
         Regions::TestReport => super::testxml::mark(texts, &mut keep, &mut repeated),
     }
     // A value a runtime printed (an HTTP client's error object: its request, socket and timers, member after
@@ -477,9 +478,9 @@ fn select(
     }
     let floor_only: Vec<bool> = (0..n).map(|i| keep[i] && !other[i]).collect();
     // Lines the render may gather behind a marker do not end a gap.
-    // A Rust backtrace's hidden frames gather the floor's lines among them whatever the params say.
+    // A region's hidden lines (a Rust backtrace's frames) gather the floor's lines among them whatever the params say.
     let open = |keep: &[bool], i: usize| {
-        !keep[i] || (floor_only[i] && (p.gather_floor || rust.get(i).is_some_and(|r| *r != 0)))
+        !keep[i] || (floor_only[i] && (p.gather_floor || why.get(i).is_some_and(|r| *r != 0)))
     };
     // A few short dropped lines cost less shown than replaced by a marker line.
     let mut i = 0;
@@ -505,7 +506,7 @@ fn select(
         keep,
         floor_only,
         repeated,
-        rust,
+        why,
     }
 }
 

@@ -121,6 +121,75 @@ mod tests {
         assert!(super::super::keeps_floor(&text, &out));
     }
 
+    /// AddressSanitizer's allocation stack reaches the faulting access's callers at other depths: they are shown once.
+    /// The shadow-byte map and the legend every report prints after its summary are not kept as the run's end.
+    #[test]
+    fn a_sanitizers_shared_callers_and_shadow_legend_go_behind_markers() {
+        let callers = [
+            "yaml_parser_fetch_more_tokens src/scanner.c:847:14",
+            "yaml_parser_parse_block_mapping_value src/parser.c:911:17",
+            "yaml_parser_state_machine src/parser.c:270:20",
+            "yaml_parser_parse src/parser.c:188:12",
+            "main tests/run-parser.c:42:18",
+        ];
+        let mut text = String::from(
+            "[1] Parsing 'long.yaml': =================================================================\n\
+             ==2077==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x603000000088\n\
+             WRITE of size 1 at 0x603000000088 thread T0\n    #0 0x55e1e176bdcb in yaml_parser_scan_flow_scalar src/scanner.c:3282:22\n",
+        );
+        for (k, c) in callers.iter().enumerate() {
+            text.push_str(&format!("    #{} 0x55e1e17{k:05x} in {c}\n", k + 1));
+        }
+        text.push_str("\n0x603000000088 is located 0 bytes to the right of 24-byte region\nallocated by thread T0 here:\n");
+        text.push_str("    #0 0x55e1e169a596 in __interceptor_realloc\n    #1 0x55e1e16d5759 in yaml_string_extend src/api.c:77:45\n");
+        for (k, c) in callers.iter().enumerate() {
+            text.push_str(&format!("    #{} 0x55e1e17{k:05x} in {c}\n", k + 2));
+        }
+        text.push_str("\nSUMMARY: AddressSanitizer: heap-buffer-overflow src/scanner.c:3282:22 in yaml_parser_scan_flow_scalar\n");
+        text.push_str("Shadow bytes around the buggy address:\n");
+        for k in 0..10 {
+            text.push_str(&format!(
+                "  0x0c067fff80{k}0: fa fa 00 00 00 fa fa fa 00 00 00 fa fa fa fd fd\n"
+            ));
+        }
+        text.push_str("Shadow byte legend (one shadow byte represents 8 application bytes):\n");
+        for name in [
+            "Addressable",
+            "Heap left redzone",
+            "Freed heap region",
+            "Stack left redzone",
+            "Stack mid redzone",
+            "Global redzone",
+            "Poisoned by user",
+            "Container overflow",
+            "ASan internal",
+        ] {
+            text.push_str(&format!("  {name}:       fa\n"));
+        }
+        text.push_str("==2077==ABORTING\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert_eq!(
+            out.matches("in main tests/run-parser.c:42:18").count(),
+            1,
+            "{out}"
+        );
+        assert!(out.contains("#1 0x55e1e16d5759 in yaml_string_extend src/api.c:77:45\n<<ctxzip:0123456789ab 6_lines_offloaded>> (the same stack frames as above)"), "{out}");
+        assert!(
+            !out.contains("Shadow byte legend") && !out.contains("redzone"),
+            "{out}"
+        );
+        assert!(
+            out.contains("(the sanitizer's shadow bytes and their legend)\n==2077==ABORTING"),
+            "{out}"
+        );
+        assert!(
+            out.contains("SUMMARY: AddressSanitizer") && out.ends_with("==2077==ABORTING\n"),
+            "{out}"
+        );
+        assert!(super::super::keeps_floor(&text, &out));
+    }
+
     /// Valgrind reports one bug in a loop once per call site, over the same callers: each report's fault line, its
     /// own frames and the address it touched stay, and the callers a report above showed go behind one marker line.
     #[test]

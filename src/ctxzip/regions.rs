@@ -33,6 +33,9 @@ mod sanitizer;
 pub(crate) mod shared;
 mod valgrind;
 
+/// Why a sanitizer's shadow map is left out (see [`sanitizer::shadow_end`]): a tag distinct from the Rust
+/// backtrace's.
+pub(crate) const SHADOW: u8 = 4;
 /// A pytest frame shorter than this (its location line and one more) is shown again rather than pointed back to.
 const MIN_PYTEST_FRAME: usize = 3;
 /// A traceback longer than this keeps its first and last frames (the deepest frames and the exception last).
@@ -62,7 +65,7 @@ const MORE_MESSAGE_HEAD: usize = 20;
 /// `rust` says why the frames of a Rust backtrace left out are hidden ([`rust_backtrace::RUNTIME`],
 /// [`rust_backtrace::SHOWN_ABOVE`]): their marker names their crates, and the error floor's lines among them are
 /// gathered after it.
-pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rust: &mut [u8]) {
+pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why: &mut [u8]) {
     let n = lines.len().min(keep.len()).min(repeated.len());
     let mut in_pytest_block = false;
     let mut in_unittest_block = false;
@@ -101,7 +104,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
             let marks = rust_backtrace::Marks {
                 keep: &mut keep[..n],
                 repeated: &mut repeated[..n],
-                rust: &mut *rust,
+                rust: &mut *why,
             };
             rust_backtrace::mark(lines, &frames, &mut rust_shown, marks);
             i = end.max(i + 1);
@@ -112,6 +115,16 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], rus
             // the memory (or the racing thread's), each after a blank line.
             let end = sanitizer::report_end(&lines[..n], i);
             keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
+            // The stack that allocated or freed the memory reaches the access's callers too: shown once.
+            for run in sanitizer::frame_runs(&lines[..n], i, end) {
+                shown.collapse(lines, run, shared::Frames::Numbered, keep, repeated);
+            }
+            if let Some(shadow) = sanitizer::shadow_end(&lines[..n], end) {
+                // Not kept as the run's end, nor as the context of the `ABORTING` line after it.
+                for j in end..shadow.min(why.len()) {
+                    (keep[j], repeated[j], why[j]) = (false, true, SHADOW);
+                }
+            }
             i = end.max(i + 1);
             continue;
         }

@@ -16,6 +16,8 @@ const REPEATED_FRAMES: &str = " (the same stack frames as above)";
 const REPEATED_CODE_FRAME: &str = " (the same code frame as above)";
 /// The same, when the run is a compiler's note printed again (its line and source snippet).
 const REPEATED_NOTE: &str = " (the same note as above)";
+/// The same, when the run is AddressSanitizer's shadow-byte map and its legend.
+const SHADOW: &str = " (the sanitizer's shadow bytes and their legend)";
 /// What the marker line says when only colour codes were left out.
 const COLOURS: &str = " (terminal colour codes)";
 /// Visible head of a shortened long line.
@@ -44,11 +46,10 @@ pub(super) fn render(
     };
     let keep = &selection.keep[..];
     let repeated = &selection.repeated[..];
-    let rust = |j: usize| selection.rust.get(j).copied().unwrap_or(0);
+    let why = |j: usize| selection.why.get(j).copied().unwrap_or(0);
     // A Rust backtrace's hidden frames gather the floor's lines among them (`std::panicking::…`) in any output.
-    let gathered = |j: usize| {
-        (gather || rust(j) != 0) && selection.floor_only.get(j).copied().unwrap_or(false)
-    };
+    let gathered =
+        |j: usize| (gather || why(j) != 0) && selection.floor_only.get(j).copied().unwrap_or(false);
     // Bytes of colour codes left out of the kept lines.
     let mut colours = 0;
     let mut i = 0;
@@ -91,8 +92,10 @@ pub(super) fn render(
         tally.add(Unit::Lines, dropped);
         out.push_str(&ctx.marker(dropped, Unit::Lines));
         let dropped_lines = || (i..end).filter(|&k| !keep[k]);
-        if dropped_lines().all(|k| rust(k) != 0)
-            && dropped_lines().any(|k| rust(k) == regions::rust_backtrace::RUNTIME)
+        if dropped_lines().all(|k| why(k) == regions::SHADOW) {
+            out.push_str(SHADOW);
+        } else if dropped_lines().all(|k| why(k) != 0)
+            && dropped_lines().any(|k| why(k) == regions::rust_backtrace::RUNTIME)
         {
             let crates: Vec<&str> = dropped_lines()
                 .filter_map(|k| regions::rust_backtrace::crate_of_line(recs[k].text))

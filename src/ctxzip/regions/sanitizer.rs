@@ -35,6 +35,54 @@ pub(super) fn report_end(lines: &[&str], start: usize) -> usize {
         .map_or(limit, |j| j + 1)
 }
 
+/// The runs of numbered frames (`    #3 0x55e1e1709881 in yaml_parser_fetch_more_tokens src/scanner.c:847:14`) in
+/// `lines[start..end]`: the report's stacks, whose callers the later ones share with the first.
+pub(super) fn frame_runs(lines: &[&str], start: usize, end: usize) -> Vec<std::ops::Range<usize>> {
+    let end = end.min(lines.len());
+    let mut runs = Vec::new();
+    let mut j = start;
+    while j < end {
+        if !is_numbered_frame(lines[j]) {
+            j += 1;
+            continue;
+        }
+        let from = j;
+        while j < end && is_numbered_frame(lines[j]) {
+            j += 1;
+        }
+        runs.push(from..j);
+    }
+    runs
+}
+
+fn is_numbered_frame(line: &str) -> bool {
+    line.trim_start().strip_prefix('#').is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].starts_with(" 0x")
+    })
+}
+
+/// One past AddressSanitizer's shadow-byte map and its legend, when they start at `start` (`Shadow bytes around the
+/// buggy address:`). Every report prints the same legend, and the map's marked row says in bytes what the
+/// `SUMMARY:` line above says in words, so neither is kept as the run's end: they go behind the marker.
+pub(super) fn shadow_end(lines: &[&str], start: usize) -> Option<usize> {
+    let first = lines.get(start)?.trim();
+    if first != "Shadow bytes around the buggy address:" {
+        return None;
+    }
+    let mut j = start + 1;
+    while let Some(line) = lines.get(j) {
+        let line = line.trim_end_matches('\r');
+        let t = line.trim_start();
+        if line.starts_with(' ') || t.starts_with("=>") || t.starts_with("Shadow byte legend") {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    Some(j)
+}
+
 /// Whether `t` names a sanitizer (`AddressSanitizer:`, `ThreadSanitizer:`, …) as a word followed by a colon.
 fn names_sanitizer(t: &str) -> bool {
     t.split_whitespace().any(|w| {
@@ -71,6 +119,30 @@ mod tests {
         assert!(!opens_report(
             "WARNING: the AddressSanitizer flag is deprecated"
         ));
+    }
+
+    #[test]
+    fn the_shadow_map_and_its_legend_end_at_the_abort_line() {
+        let lines = [
+            "Shadow bytes around the buggy address:",
+            "  0x0c047fff7fe0: 00 00 00 00",
+            "=>0x0c047fff8030: fa fa[05]fa",
+            "Shadow byte legend (one shadow byte represents 8 application bytes):",
+            "  Addressable:           00",
+            "  Heap left redzone:       fa",
+            "==22803==ABORTING",
+        ];
+        assert_eq!(shadow_end(&lines, 0), Some(6));
+        assert_eq!(shadow_end(&lines, 1), None);
+        let stacks = [
+            "READ of size 1 at 0x6020000001d5 thread T0",
+            "    #0 0x55cf4b9be5c7 in strcmp cJSON.c:145",
+            "    #1 0x55cf4b9cf686 in main misc_tests.c:705",
+            "",
+            "allocated by thread T0 here:",
+            "    #0 0x7f372ecb89cf in __interceptor_malloc asan_malloc_linux.cpp:69",
+        ];
+        assert_eq!(frame_runs(&stacks, 0, stacks.len()), vec![1..3, 5..6]);
     }
 
     #[test]

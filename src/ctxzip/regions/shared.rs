@@ -20,6 +20,8 @@ const MIN_LINE_RUN: usize = 3;
 #[derive(Default)]
 pub(crate) struct Shown<'a> {
     frames: HashSet<&'a [&'a str]>,
+    /// Numbered frames shown so far, each without its number ([`Frames::Numbered`]).
+    numbered: HashSet<&'a str>,
 }
 
 /// How a stack's lines divide into frames.
@@ -29,6 +31,22 @@ pub(crate) enum Frames {
     Python,
     /// One line each (`at …` frames of the JVM, Node, .NET).
     Lines,
+    /// One line each, numbered from the top of its own stack (a sanitizer's `#3 0x55e1e1709881 in f file.c:847`):
+    /// compared without the number, since the stack that allocated the memory reaches the same callers at other
+    /// depths than the one that touched it.
+    Numbered,
+}
+
+/// A numbered frame without its number: `0x55e1e1709881 in f file.c:847` of `    #3 0x55e1e1709881 in f file.c:847`.
+/// The line itself when it is no numbered frame.
+fn unnumbered(line: &str) -> &str {
+    let t = line.trim_start();
+    t.strip_prefix('#')
+        .and_then(|rest| {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            (digits > 0).then(|| rest[digits..].trim_start())
+        })
+        .unwrap_or(line)
 }
 
 impl<'a> Shown<'a> {
@@ -52,16 +70,19 @@ impl<'a> Shown<'a> {
         }
         let units = match kind {
             Frames::Python => python_frames(&lines[range.start..end]),
-            Frames::Lines => (0..end - range.start).map(|i| i..i + 1).collect(),
+            Frames::Lines | Frames::Numbered => (0..end - range.start).map(|i| i..i + 1).collect(),
         };
         let min_run = match kind {
             Frames::Python => MIN_PYTHON_RUN,
-            Frames::Lines => MIN_LINE_RUN,
+            Frames::Lines | Frames::Numbered => MIN_LINE_RUN,
         };
         let at = |u: &Range<usize>| range.start + u.start..range.start + u.end;
         let known: Vec<bool> = units
             .iter()
-            .map(|u| self.frames.contains(&lines[at(u)]))
+            .map(|u| match kind {
+                Frames::Numbered => self.numbered.contains(unnumbered(lines[at(u).start])),
+                _ => self.frames.contains(&lines[at(u)]),
+            })
             .collect();
         let mut i = 0;
         while i < units.len() {
@@ -88,7 +109,14 @@ impl<'a> Shown<'a> {
         for u in &units {
             let span = at(u);
             if span.clone().all(|k| keep[k]) {
-                self.frames.insert(&lines[span]);
+                match kind {
+                    Frames::Numbered => {
+                        self.numbered.insert(unnumbered(lines[span.start]));
+                    }
+                    _ => {
+                        self.frames.insert(&lines[span]);
+                    }
+                }
             }
         }
     }
