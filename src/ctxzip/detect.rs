@@ -42,12 +42,14 @@ pub fn detect(text: &str) -> Kind {
     // A file view holds no patch: a log that prints one (an evaluation run's `git diff`) shows source in its hunks
     // but is no file to edit. Nor do four lines in five open with one label: that is a program's report
     // (`python -X importtime`'s `import time:` reads as an import statement), not source.
+    // Nor is a TAP stream (`prove -v`), whose `# …` diagnostics under each `ok 12 - name` read as comments.
     // Nor is a value printed by its runtime (`console.log` of a nested object, whose keys and literals read as a JS
     // object literal): what it shows of nested values (`[Object]`, `Map(25) {`) no source holds.
     let not_source = f.diff_files > 0
         || f.hunks > 0
         || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8)
-        || reads_as_printout(f.inspected, f.nonempty);
+        || reads_as_printout(f.inspected, f.nonempty)
+        || (f.tap >= 3 && f.tap * 10 >= f.nonempty);
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
@@ -143,6 +145,8 @@ struct Features {
     json_records: usize,
     /// Lines that open with the sample's most common label ([`label`]: `import time:`, `debug1:`).
     labelled: usize,
+    /// A TAP stream's result and plan lines ([`is_tap_line`]: Perl's `prove`, node-tap, Bats).
+    tap: usize,
     /// Lines only a runtime's printout of a value has ([`is_inspected`]: Node's `roles: [Array]`, `Map(25) {`).
     inspected: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
@@ -221,10 +225,27 @@ impl Features {
             if is_inspected(t) {
                 f.inspected += 1;
             }
+            if is_tap_line(t) {
+                f.tap += 1;
+            }
         }
         f.labelled = labels.values().copied().max().unwrap_or(0);
         f
     }
+}
+
+/// A line of the Test Anything Protocol a test harness prints: a result (`ok 12 - parses fail10.json`, `not ok 3`)
+/// or the plan (`1..38`).
+fn is_tap_line(t: &str) -> bool {
+    let digits_then = |rest: &str| {
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        n > 0 && matches!(rest.as_bytes().get(n), None | Some(b' '))
+    };
+    if let Some(rest) = t.strip_prefix("not ok ").or_else(|| t.strip_prefix("ok ")) {
+        return digits_then(rest);
+    }
+    t.strip_prefix("1..")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A line's label: what comes before its first `: ` (or a final `:`) when that is short and plain — words, no
@@ -523,6 +544,27 @@ pub(crate) fn starts_with_timestamp(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `prove -v`: each `ok N - name` is followed by `# …` diagnostics, which read as comments; a TAP stream is a
+    /// test run, not source. Comments in a script stay code.
+    #[test]
+    fn a_tap_stream_is_no_source() {
+        let mut tap = String::from("t/18_json_checker.t .. \n1..38\n");
+        for k in 1..30 {
+            tap.push_str(&format!(
+                "ok {k} - case{k}.json\n#  (garbage after JSON object, at character offset {k} (before \"x\") at t/18.t line 32.\n# )\n"
+            ));
+        }
+        assert_ne!(detect(&tap), Kind::Code);
+        let script = "# Build the docs.\n# Usage: make docs\nset -e\n# clean first\nrm -rf build\n# then build\nsphinx-build -b html docs build\n";
+        assert_eq!(detect(script), Kind::Code);
+        assert!(
+            is_tap_line("not ok 3 - rejects fail3.json")
+                && is_tap_line("ok 12")
+                && is_tap_line("1..38")
+        );
+        assert!(!is_tap_line("ok then") && !is_tap_line("1..") && !is_tap_line("okay 3"));
+    }
 
     /// `console.log` of a nested object reads as a JS object literal line by line, but what it shows of the values
     /// it did not descend into is no source: it is a program's output, compressed as one.
