@@ -801,7 +801,16 @@ fn mark_context(
     for j in indices {
         let text = recs[j].text;
         let shown = repeated.get(j).copied().unwrap_or(false);
-        if *budget == 0 || shown || renders_blank(text) || text.len() > LONG_LINE {
+        // A passing test's verdict (`--- PASS: TestX/case`, `test_a.py::test_b PASSED`) is the next test's news, not
+        // this error's context: a table test's failing parent is followed by each case's verdict. Nor is Go's
+        // `=== RUN   TestY` line, which opens another test (a failing test's own is kept with its region).
+        if *budget == 0
+            || shown
+            || renders_blank(text)
+            || text.len() > LONG_LINE
+            || regions::reports_pass(text)
+            || regions::opens_go_test(text)
+        {
             break;
         }
         any = true;

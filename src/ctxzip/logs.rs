@@ -121,6 +121,56 @@ mod tests {
         assert!(super::super::keeps_floor(&text, &out));
     }
 
+    /// `go test -v` on a table test: the failing parent's span holds every case's `=== RUN` line and its verdict
+    /// lists every case's `--- PASS:`. The failing case, its message and the verdicts that failed stay; the passing
+    /// cases' lines are neither part of the failure's region nor its context.
+    #[test]
+    fn a_table_tests_passing_cases_are_no_part_of_its_failure() {
+        let mut text = String::from(
+            "=== RUN   TestBasic\n--- PASS: TestBasic (0.00s)\n=== RUN   TestDecodeTable\n",
+        );
+        for k in 0..30 {
+            text.push_str(&format!("=== RUN   TestDecodeTable/case_{k}\n"));
+            if k == 7 {
+                text.push_str("    mapstructure_test.go:2220: \"case 7\": unexpected error: 1 error(s) decoding:\n        \n        * VjsonUint64: unsupported type: uint64\n");
+            }
+        }
+        text.push_str("--- FAIL: TestDecodeTable (0.00s)\n");
+        for k in 0..30 {
+            let verdict = if k == 7 { "FAIL" } else { "PASS" };
+            text.push_str(&format!(
+                "    --- {verdict}: TestDecodeTable/case_{k} (0.00s)\n"
+            ));
+        }
+        for k in 0..40 {
+            text.push_str(&format!(
+                "=== RUN   TestWeak{k}\n--- PASS: TestWeak{k} (0.00s)\n"
+            ));
+        }
+        text.push_str("FAIL\nexit status 1\nFAIL\tgithub.com/mitchellh/mapstructure\t0.012s\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        for needle in [
+            "=== RUN   TestDecodeTable/case_7\n",
+            "* VjsonUint64: unsupported type: uint64\n",
+            "--- FAIL: TestDecodeTable (0.00s)\n",
+            "    --- FAIL: TestDecodeTable/case_7 (0.00s)\n",
+        ] {
+            assert!(out.contains(needle), "{needle}: {out}");
+        }
+        for k in [12, 20, 29] {
+            assert!(
+                !out.contains(&format!("RUN   TestDecodeTable/case_{k}\n")),
+                "{k}: {out}"
+            );
+            assert!(
+                !out.contains(&format!("PASS: TestDecodeTable/case_{k} ")),
+                "{k}: {out}"
+            );
+        }
+        assert!(super::super::keeps_floor(&text, &out));
+    }
+
     /// AddressSanitizer's allocation stack reaches the faulting access's callers at other depths: they are shown once.
     /// The shadow-byte map and the legend every report prints after its summary are not kept as the run's end.
     #[test]

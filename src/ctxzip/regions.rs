@@ -33,6 +33,11 @@ mod sanitizer;
 pub(crate) mod shared;
 mod valgrind;
 
+/// Whether `line` is Go's `=== RUN`, `=== CONT` or `=== PAUSE` line for a test.
+pub(crate) fn opens_go_test(line: &str) -> bool {
+    gotest::any_run_line(line).is_some()
+}
+
 /// Why a sanitizer's shadow map is left out (see [`sanitizer::shadow_end`]): a tag distinct from the Rust
 /// backtrace's.
 pub(crate) const SHADOW: u8 = 4;
@@ -76,6 +81,8 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
     // Where each Go test's output last started (`=== RUN`/`=== CONT`), for its `--- FAIL:` verdict.
     let mut go_tests_started: std::collections::HashMap<&str, usize> =
         std::collections::HashMap::new();
+    // The Go tests that passed, read once a failing one needs its span (see [`gotest::span_lines`]).
+    let mut go_tests_passed = None;
     // Go's goroutine blocks kept so far, and their stacks.
     let mut goroutines_kept = 0;
     let mut stacks_seen: HashSet<String> = HashSet::new();
@@ -274,7 +281,19 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
             go_tests_started.insert(name, i);
         } else if let Some(&run) = gotest::failed_test(line).and_then(|n| go_tests_started.get(n)) {
             // A failing Go test's own lines above its verdict: its messages, a testify diff, its subtests.
-            keep_span(keep, run, i + 1, gotest::MAX_LINES, gotest::HEAD);
+            let passed = go_tests_passed.get_or_insert_with(|| gotest::passed_tests(&lines[..n]));
+            let span = gotest::span_lines(&lines[..n], run, i + 1, passed);
+            let (head, tail) = if span.len() <= gotest::MAX_LINES {
+                (&span[..], &span[..0])
+            } else {
+                (
+                    &span[..gotest::HEAD],
+                    &span[span.len() - (gotest::MAX_LINES - gotest::HEAD)..],
+                )
+            };
+            for &j in head.iter().chain(tail) {
+                keep[j] = true;
+            }
         }
         if is_code_frame_pointer(t) {
             // The failing line of a code frame (Jest, Vitest, Babel: `> 41 |   expect(total).toBe(4);`) and the

@@ -30,6 +30,49 @@ pub(super) fn started_test(line: &str) -> Option<&str> {
     (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
 }
 
+/// The test a passing or skipped verdict names: `    --- PASS: TestX/sub (0.00s)` gives `TestX/sub`.
+fn passed_test(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    t.strip_prefix("--- PASS: ")
+        .or_else(|| t.strip_prefix("--- SKIP: "))?
+        .split_whitespace()
+        .next()
+}
+
+/// The test a `=== RUN`, `=== CONT` or `=== PAUSE` line names.
+pub(super) fn any_run_line(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let rest = t
+        .strip_prefix("=== RUN")
+        .or_else(|| t.strip_prefix("=== CONT"))
+        .or_else(|| t.strip_prefix("=== PAUSE"))?;
+    let name = rest.trim();
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(name)
+}
+
+/// The tests of the whole output that passed (or were skipped): their run and verdict lines inside a failing
+/// parent's span say nothing about the failure.
+pub(super) fn passed_tests<'a>(lines: &[&'a str]) -> std::collections::HashSet<&'a str> {
+    lines.iter().filter_map(|l| passed_test(l)).collect()
+}
+
+/// The lines of a failing test's span (`start..end`) worth keeping: all but the run and verdict lines of the
+/// subtests in it that passed (a table test's forty `=== RUN   TestX/case` and `--- PASS: TestX/case` lines around
+/// its one failing case).
+pub(super) fn span_lines(
+    lines: &[&str],
+    start: usize,
+    end: usize,
+    passed: &std::collections::HashSet<&str>,
+) -> Vec<usize> {
+    (start..end.min(lines.len()))
+        .filter(|&j| {
+            let line = lines[j].trim_end_matches('\r');
+            passed_test(line).is_none() && !any_run_line(line).is_some_and(|n| passed.contains(n))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +89,25 @@ mod tests {
         assert_eq!(started_test("=== CONT  TestB"), Some("TestB"));
         assert_eq!(started_test("=== PAUSE TestB"), None);
         assert_eq!(started_test("=== RUN"), None);
+    }
+
+    #[test]
+    fn a_failing_spans_passing_subtests_are_left_out() {
+        let lines = [
+            "=== RUN   TestDecodeTable",
+            "=== RUN   TestDecodeTable/basic",
+            "=== RUN   TestDecodeTable/struct",
+            "    decode_test.go:2220: unexpected error: unsupported type: uint64",
+            "=== RUN   TestDecodeTable/remainder",
+            "--- FAIL: TestDecodeTable (0.00s)",
+            "    --- PASS: TestDecodeTable/basic (0.00s)",
+            "    --- FAIL: TestDecodeTable/struct (0.00s)",
+            "    --- SKIP: TestDecodeTable/remainder (0.00s)",
+        ];
+        let passed = passed_tests(&lines);
+        assert_eq!(
+            span_lines(&lines, 0, lines.len(), &passed),
+            vec![0, 2, 3, 5, 7]
+        );
     }
 }
