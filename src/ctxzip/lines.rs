@@ -367,10 +367,13 @@ fn select(
     // Lines no error line's context may keep: the frames of a traceback printed again ([`regions::mark`]).
     let mut repeated = vec![false; if p.regions == Regions::None { 0 } else { n }];
     let mut why = vec![0u8; repeated.len()];
-    keep.iter_mut().take(p.head).for_each(|k| *k = true);
-    keep.iter_mut()
-        .skip(n.saturating_sub(p.tail))
-        .for_each(|k| *k = true);
+    for i in ends(recs, 0..n.min(p.head), HEAD_BYTES).chain(ends(
+        recs,
+        (n.saturating_sub(p.tail)..n).rev(),
+        TAIL_BYTES,
+    )) {
+        keep[i] = true;
+    }
     if p.thin_runs {
         thin_runs(recs, &mut keep);
     }
@@ -508,6 +511,33 @@ fn select(
         repeated,
         why,
     }
+}
+
+/// Bytes the head and the tail of an output may show, beyond their first [`MIN_END_LINES`] lines: they count lines
+/// so that a log's last 30 lines say how it ended, and 30 rows of a query's 280-character results say it no better
+/// than 12 (a kept long line counts as the head of it that is shown).
+const HEAD_BYTES: usize = 2048;
+const TAIL_BYTES: usize = 4096;
+const MIN_END_LINES: usize = 5;
+
+/// The lines of `order` (the head's, from the first; the tail's, from the last) that the head or tail keeps: all of
+/// them, or as many as fit in `budget` bytes once [`MIN_END_LINES`] are in. A run of lines that begin with the same
+/// word (`Requirement already satisfied: …`) is not cut by the budget: [`thin_runs`] shows its first and last lines,
+/// and a run cut in two would show the last lines of each part between two markers.
+fn ends<'r, 't: 'r>(
+    recs: &'r [Rec<'t>],
+    order: impl Iterator<Item = usize> + 'r,
+    budget: usize,
+) -> impl Iterator<Item = usize> + 'r {
+    let mut used = 0;
+    let mut last_word: Option<&'t str> = None;
+    order.enumerate().map_while(move |(k, i)| {
+        used += recs[i].text.len().min(render::LINE_HEAD) + 1;
+        let word = lead_word(recs[i].text);
+        let in_run = word.is_some() && word == last_word;
+        last_word = word;
+        (k < MIN_END_LINES || used <= budget || in_run).then_some(i)
+    })
 }
 
 /// An indented `key: value` line (`_hadError: false,`, `'content-type': 'text/html',`, `[Symbol(kError)]: null`): a

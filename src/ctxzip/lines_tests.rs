@@ -656,3 +656,26 @@ fn a_kept_line_of_a_git_log_keeps_its_commit_line() {
         "{header} (HEAD -> main, origin/main)"
     )));
 }
+
+/// The byte budget of a head or tail does not cut a run of lines that begin with one word: the run is thinned whole
+/// (its first and last lines), not shown as the last lines of two parts between two markers.
+#[test]
+fn the_end_budget_does_not_cut_a_run() {
+    let long = "x".repeat(190);
+    let texts: Vec<String> = (0..30)
+        .map(|k| {
+            if k < 18 {
+                format!("row{k}|{long}")
+            } else {
+                format!("Requirement already satisfied: dep{k} {long}")
+            }
+        })
+        .collect();
+    let recs: Vec<Rec<'_>> = texts.iter().map(|t| Rec { text: t, count: 1 }).collect();
+    let tail: Vec<usize> = ends(&recs, (0..30).rev(), 1024).collect();
+    // Five lines fit the budget; the run they start goes on to its first line, and no row after it is taken.
+    assert_eq!(tail.len(), 12, "{tail:?}");
+    assert_eq!(tail.last(), Some(&18));
+    let head: Vec<usize> = ends(&recs, 0..30, 1024).collect();
+    assert_eq!(head.len(), 5);
+}

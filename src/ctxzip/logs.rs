@@ -121,6 +121,29 @@ mod tests {
         assert!(super::super::keeps_floor(&text, &out));
     }
 
+    /// The head and tail of a run are counted in bytes too: 15 rows of a query's 280-character results are not kept
+    /// for being first, ten are.
+    #[test]
+    fn the_head_and_tail_are_bounded_in_bytes_and_keep_runs_whole() {
+        let row = |k: usize| {
+            format!(
+                "pkg{k}|{}\n",
+                "libc6 (>= 2.34), libgcc-s1 (>= 3.0), ".repeat(7)
+            )
+        };
+        let text: String = (0..80).map(row).collect();
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        let head = (0..15)
+            .filter(|k| out.contains(&format!("pkg{k}|")))
+            .count();
+        assert!(
+            (5..=11).contains(&head),
+            "{head} of the first 15 rows kept: {out}"
+        );
+        assert!(out.contains("pkg0|") && out.contains("pkg79|"), "{out}");
+    }
+
     /// `go test -v` on a table test: the failing parent's span holds every case's `=== RUN` line and its verdict
     /// lists every case's `--- PASS:`. The failing case, its message and the verdicts that failed stay; the passing
     /// cases' lines are neither part of the failure's region nor its context.

@@ -21,7 +21,7 @@ const SHADOW: &str = " (the sanitizer's shadow bytes and their legend)";
 /// What the marker line says when only colour codes were left out.
 const COLOURS: &str = " (terminal colour codes)";
 /// Visible head of a shortened long line.
-const LINE_HEAD: usize = 200;
+pub(super) const LINE_HEAD: usize = 200;
 /// Visible head of a shortened line when the text has at most three lines.
 const FEW_LINES_HEAD: usize = 2000;
 
