@@ -14,14 +14,7 @@ const MAX_REPORT: usize = 400;
 /// Whether `line` opens a sanitizer's report: `==4242==ERROR: AddressSanitizer: …`, `WARNING: ThreadSanitizer: data
 /// race (pid=7)`, `==7==WARNING: MemorySanitizer: use-of-uninitialized-value`.
 pub(super) fn opens_report(line: &str) -> bool {
-    let t = line.trim_start();
-    let t = match t.strip_prefix("==") {
-        Some(rest) => rest
-            .split_once("==")
-            .filter(|(pid, _)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
-            .map_or(t, |(_, after)| after),
-        None => t,
-    };
+    let t = super::valgrind::after_pid(line).unwrap_or_else(|| line.trim_start());
     (t.starts_with("ERROR: ") || t.starts_with("WARNING: ")) && names_sanitizer(t)
 }
 

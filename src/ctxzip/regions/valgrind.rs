@@ -14,17 +14,16 @@ pub(super) const MAX_REPORTS: usize = 24;
 /// Whether `line` is a frame of a Valgrind stack: `==26857==    at 0x48615DB: lh_table_lookup (linkhash.c:634)` or
 /// `==26857==    by 0x10921E: main (test_cast.c:43)`.
 pub(super) fn is_frame(line: &str) -> bool {
-    let Some(rest) = line.trim_start().strip_prefix("==") else {
-        return false;
-    };
-    let Some((pid, rest)) = rest.split_once("==") else {
-        return false;
-    };
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-        return false;
-    }
-    let t = rest.trim_start();
-    (t.starts_with("at 0x") || t.starts_with("by 0x")) && t.contains(": ")
+    after_pid(line).is_some_and(|rest| {
+        let t = rest.trim_start();
+        (t.starts_with("at 0x") || t.starts_with("by 0x")) && t.contains(": ")
+    })
+}
+
+/// What follows the `==PID==` that opens every line Valgrind (and a sanitizer) prints; `None` without one.
+pub(super) fn after_pid(line: &str) -> Option<&str> {
+    let (pid, rest) = line.trim_start().strip_prefix("==")?.split_once("==")?;
+    (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
 }
 
 /// One past the run of frame lines that starts at `from`.
@@ -44,12 +43,7 @@ pub(super) fn after_end(lines: &[&str], end: usize) -> usize {
     let mut j = end;
     while j < lines.len().min(end + MAX_AFTER) {
         let line = lines[j].trim_end_matches('\r');
-        let text = line
-            .trim_start()
-            .strip_prefix("==")
-            .and_then(|rest| rest.split_once("=="))
-            .filter(|(pid, _)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
-            .map(|(_, text)| text.trim());
+        let text = after_pid(line).map(str::trim);
         match text {
             Some(t) if !t.is_empty() && !is_frame(line) => j += 1,
             _ => break,
