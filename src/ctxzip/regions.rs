@@ -67,9 +67,9 @@ const MORE_MESSAGE_HEAD: usize = 20;
 /// Marks the lines of every error region in `lines` as kept, and as `repeated` the frames of a traceback printed
 /// again: no other line's context reaches into them (a `retrying…` warning above would otherwise keep them).
 ///
-/// `rust` says why the frames of a Rust backtrace left out are hidden ([`rust_backtrace::RUNTIME`],
-/// [`rust_backtrace::SHOWN_ABOVE`]): their marker names their crates, and the error floor's lines among them are
-/// gathered after it.
+/// `why` says why a region's lines left out are hidden, for their marker to say: a Rust backtrace's frames
+/// ([`rust_backtrace::RUNTIME`], [`rust_backtrace::SHOWN_ABOVE`]), whose marker names their crates and gathers the
+/// error floor's lines among them after it, or a sanitizer's shadow map ([`SHADOW`]).
 pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why: &mut [u8]) {
     let n = lines.len().min(keep.len()).min(repeated.len());
     let mut in_pytest_block = false;
