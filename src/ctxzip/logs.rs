@@ -147,6 +147,46 @@ mod tests {
     /// `go test -v` on a table test: the failing parent's span holds every case's `=== RUN` line and its verdict
     /// lists every case's `--- PASS:`. The failing case, its message and the verdicts that failed stay; the passing
     /// cases' lines are neither part of the failure's region nor its context.
+    /// pytest under xdist: a failing test's block opens with its banner and the worker that ran it.
+    #[test]
+    fn an_errors_context_ends_at_the_next_tests_banner() {
+        let mut text = String::new();
+        for k in 0..40 {
+            text.push_str(&format!("tests/test_more.py::test_{k} PASSED\n"));
+        }
+        text.push_str(
+            "=================================== FAILURES ===================================\n",
+        );
+        for (worker, name) in [
+            "test_strict",
+            "test_lenient",
+            "test_2",
+            "test_3",
+            "test_4",
+            "test_5",
+        ]
+        .iter()
+        .enumerate()
+        {
+            text.push_str(&format!(
+                "________________ ChunkedTests.{name} ________________\n[gw{worker}] linux -- Python 3.11.7 /work/venv/bin/python\n\nself = <tests.test_more.ChunkedTests testMethod={name}>\n\n    def {name}(self):\n>       self.assertEqual(list(chunked('ABCDE', 2)), ['AB', 'CD', 'E'])\nE       AssertionError: Lists differ for {name}\n\ntests/test_more.py:40: AssertionError\n"
+            ));
+        }
+        text.push_str("=========================== short test summary info ============================\nFAILED tests/test_more.py::ChunkedTests::test_strict\n========================= 6 failed, 40 passed in 0.52s =========================\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress_failing(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        for needle in [
+            "E       AssertionError: Lists differ for test_strict\n",
+            "________________ ChunkedTests.test_lenient ________________\n",
+            ">       self.assertEqual(list(chunked('ABCDE', 2)), ['AB', 'CD', 'E'])\n",
+            "E       AssertionError: Lists differ for test_lenient\n",
+        ] {
+            assert!(out.contains(needle), "{needle}: {out}");
+        }
+        // The first test's worker line was only the context of the `FAILURES` banner (an error line).
+        assert!(!out.contains("[gw0] linux"), "{out}");
+    }
+
     #[test]
     fn a_table_tests_passing_cases_are_no_part_of_its_failure() {
         let mut text = String::from(

@@ -315,21 +315,31 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
             pytest_frame_start = in_pytest_block.then_some(i + 1);
         } else if is_summary(t) {
             keep[i] = true;
-        } else if in_pytest_block && is_short_entry(lines, i) {
+        } else if in_pytest_block && short_entry_len(&lines[..n], i).is_some() {
             // The frames between the test and the failure: pluggy, runner and library calls. The first says
             // what the test called, the last lead to the failing line; the ones between go behind a marker.
-            let mut starts = Vec::new();
+            let mut entries = Vec::new();
             let mut j = i;
-            while j < n && is_short_entry(lines, j) {
-                starts.push(j);
-                j += 2;
+            while let Some(len) = short_entry_len(&lines[..n], j) {
+                entries.push(j..j + len);
+                j += len;
             }
-            let few = starts.len() <= MAX_SHORT_ENTRIES;
-            for (k, &at) in starts.iter().enumerate() {
-                if few || k < SHORT_ENTRIES_HEAD || k >= starts.len() - SHORT_ENTRIES_TAIL {
-                    keep[at..(at + 2).min(n)].iter_mut().for_each(|k| *k = true);
+            if !frames_seen.insert(&lines[i..j]) {
+                // The same entries as a block above (a collection error reported once per worker): shown once.
+                keep[i..j].iter_mut().for_each(|k| *k = false);
+                repeated[i..j].iter_mut().for_each(|r| *r = true);
+                i = j;
+                continue;
+            }
+            let few = entries.len() <= MAX_SHORT_ENTRIES;
+            for (k, entry) in entries.iter().enumerate() {
+                if few || k < SHORT_ENTRIES_HEAD || k >= entries.len() - SHORT_ENTRIES_TAIL {
+                    keep[entry.clone()].iter_mut().for_each(|k| *k = true);
                 }
             }
+            // Library frames every failure passes through (the helper each test calls, the function that
+            // raises) were shown under the first failure: later ones show only the frames they do not share.
+            shown.collapse(lines, i..j, shared::Frames::Entries, keep, repeated);
             i = j;
             continue;
         } else if in_pytest_block && is_pytest_detail(line) {
@@ -540,6 +550,13 @@ fn is_banner(line: &str) -> bool {
         })
 }
 
+/// A banner that opens another test's block (`____ test_y ____`), not one that opens what a failing test printed
+/// (`---- Captured stdout call ----`, Cargo's `---- tests::x stdout ----`), which belongs to the failure above it,
+/// nor a `====` line, which may be the first line of that captured output (a test that runs pytest).
+pub(crate) fn opens_test_block(line: &str) -> bool {
+    line.trim_start().starts_with("___") && is_banner(line)
+}
+
 /// A line of only `=` or only `-`, as unittest draws around each failure block and above its verdict.
 fn is_rule(line: &str) -> bool {
     let t = line.trim_end_matches('\r');
@@ -584,20 +601,30 @@ fn is_frame_argument(line: &str) -> bool {
     })
 }
 
-/// A short pytest traceback entry at `i`: a `path:line: in func` location followed by one indented source line.
-fn is_short_entry(lines: &[&str], i: usize) -> bool {
-    let line = lines[i].trim_end_matches('\r');
-    let Some(path) = search_prefix(line) else {
-        return false;
-    };
-    let after_path = &line[path.len() + 1..];
+/// The length of a short pytest traceback entry at `i` (`None` when none starts there): a `path:line: in func`
+/// location, one indented source line, and the caret lines Python 3.11 and later print under the part of it that
+/// failed (`           ^^^^^^^^^^`).
+fn short_entry_len(lines: &[&str], i: usize) -> Option<usize> {
+    let line = lines.get(i)?.trim_end_matches('\r');
+    let path = search_prefix(line)?;
+    let after_path = line.get(path.len() + 1..)?;
     let in_func = after_path
         .split_once(':')
         .is_some_and(|(digits, rest)| !digits.is_empty() && rest.starts_with(" in "));
-    in_func
-        && lines.get(i + 1).is_some_and(|next| {
-            next.starts_with("    ") && search_prefix(next.trim_start()).is_none()
-        })
+    let source = lines.get(i + 1)?;
+    if !in_func || !source.starts_with("    ") || search_prefix(source.trim_start()).is_some() {
+        return None;
+    }
+    let carets = lines[i + 2..]
+        .iter()
+        .take_while(|l| l.starts_with("    ") && is_python_caret_line(l.trim()))
+        .count();
+    Some(2 + carets)
+}
+
+/// Python's caret line under a traceback's source line: `^` marks, and `~` for the operands around them.
+fn is_python_caret_line(t: &str) -> bool {
+    t.contains('^') && t.bytes().all(|b| matches!(b, b'^' | b'~' | b' '))
 }
 
 /// The line a code frame points at: `> 41 |   expect(total).toBe(4);` (Babel's format, which Jest and Vitest print
@@ -997,6 +1024,60 @@ mod tests {
             assert!(k.iter().any(|l| l == want), "{want} not kept: {k:?}");
         }
         assert!(!k.iter().any(|l| l == "    def test_parse():"));
+    }
+
+    /// pytest's `--tb=short` on Python 3.11: each entry has caret lines under its source, and every failing test
+    /// goes through the same library frames to the one that raises.
+    #[test]
+    fn short_entries_shared_with_a_failure_above_are_shown_once() {
+        let failure = |name: &str, line: u32| {
+            format!(
+                "______ Test.{name} ______\n[gw0] linux -- Python 3.11.7 /venv/bin/python\ntests/test_rd.py:{line}: in {name}\n    self.assertEqual(date(2021, 1, 28) + rd(months=1),\n                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\nsrc/rd.py:405: in __radd__\n    return self.__add__(other)\n           ^^^^^^^^^^^^^^^^^^^\nsrc/rd.py:387: in __add__\n    ret = (other.replace(**repl)\n           ^^^^^^^^^^^^^^^^^^^^^\nE   ValueError: day is out of range for month\n"
+            )
+        };
+        // Seven entries: more than a run keeps whole, so the first report hides its middle ones.
+        let hooks: String = (0..5)
+            .map(|k| format!("venv/pluggy/_hooks{k}.py:{k}3: in call_{k}\n    return self._hookexec(hook_{k})\n           ^^^^^^^^^^^^^^^^^^^^^^^\n"))
+            .collect();
+        let collect = format!(
+            "______ ERROR collecting tests/test_iso.py ______\nvenv/pluggy/_caller.py:197: in __call__\n    return self._hookexec(\n{hooks}venv/_pytest/python.py:144: in pytest_generate_tests\n    metafunc.parametrize(*marker.args, **marker.kwargs)\nE   pytest.PytestRemovedIn10Warning: Passing a non-Collection iterable to parametrize is deprecated.\n"
+        );
+        let text = format!(
+            "{collect}{collect}{}{}",
+            failure("test_one", 12),
+            failure("test_two", 40)
+        );
+        let (kept, repeated) = kept_and_repeated(&text);
+        let count = |needle: &str| kept.iter().filter(|l| **l == needle).count();
+        // Each test's own frame, with its carets, and each exception line stay.
+        for own in [
+            "tests/test_rd.py:12: in test_one",
+            "tests/test_rd.py:40: in test_two",
+        ] {
+            assert_eq!(count(own), 1, "{own}: {kept:?}");
+        }
+        assert_eq!(
+            count("E   ValueError: day is out of range for month"),
+            2,
+            "{kept:?}"
+        );
+        // The library frames both go through, and the collection error's whole stack, are shown once.
+        for shared in [
+            "src/rd.py:405: in __radd__",
+            "    ret = (other.replace(**repl)",
+            "           ^^^^^^^^^^^^^^^^^^^^^",
+            "venv/pluggy/_caller.py:197: in __call__",
+            "    metafunc.parametrize(*marker.args, **marker.kwargs)",
+        ] {
+            assert_eq!(count(shared), 1, "{shared}: {kept:?}");
+            assert!(repeated.contains(&shared), "{shared}: {repeated:?}");
+        }
+        assert_eq!(
+            count(
+                "E   pytest.PytestRemovedIn10Warning: Passing a non-Collection iterable to parametrize is deprecated."
+            ),
+            2
+        );
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub(crate) struct Shown<'a> {
 pub(crate) enum Frames {
     /// A Python traceback's: a `File "…", line N, in f` line and the source (and caret) lines indented under it.
     Python,
+    /// pytest's short entries: a `path:line: in f` location and the lines indented under it (the source line,
+    /// Python's carets).
+    Entries,
     /// One line each (`at …` frames of the JVM, Node, .NET).
     Lines,
     /// One line each, numbered from the top of its own stack (a sanitizer's `#3 0x55e1e1709881 in f file.c:847`):
@@ -70,10 +73,11 @@ impl<'a> Shown<'a> {
         }
         let units = match kind {
             Frames::Python => python_frames(&lines[range.start..end]),
+            Frames::Entries => entries(&lines[range.start..end]),
             Frames::Lines | Frames::Numbered => (0..end - range.start).map(|i| i..i + 1).collect(),
         };
         let min_run = match kind {
-            Frames::Python => MIN_PYTHON_RUN,
+            Frames::Python | Frames::Entries => MIN_PYTHON_RUN,
             Frames::Lines | Frames::Numbered => MIN_LINE_RUN,
         };
         let at = |u: &Range<usize>| range.start + u.start..range.start + u.end;
@@ -136,6 +140,22 @@ fn python_frames(lines: &[&str]) -> Vec<Range<usize>> {
             {
                 i += 1;
             }
+        }
+        out.push(start..i);
+    }
+    out
+}
+
+/// The entries of pytest's short traceback format, as ranges of `lines`: each from an unindented location line
+/// through the indented lines under it.
+fn entries(lines: &[&str]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let start = i;
+        i += 1;
+        while i < lines.len() && indent(lines[i]) > 0 {
+            i += 1;
         }
         out.push(start..i);
     }
