@@ -43,13 +43,15 @@ pub fn detect(text: &str) -> Kind {
     // but is no file to edit. Nor do four lines in five open with one label: that is a program's report
     // (`python -X importtime`'s `import time:` reads as an import statement), not source.
     // Nor is a TAP stream (`prove -v`), whose `# …` diagnostics under each `ok 12 - name` read as comments.
+    // Nor is an Erlang node's log, whose reports are Erlang terms.
     // Nor is a value printed by its runtime (`console.log` of a nested object, whose keys and literals read as a JS
     // object literal): what it shows of nested values (`[Object]`, `Map(25) {`) no source holds.
     let not_source = f.diff_files > 0
         || f.hunks > 0
         || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8)
         || reads_as_printout(f.inspected, f.nonempty)
-        || (f.tap >= 3 && f.tap * 10 >= f.nonempty);
+        || (f.tap >= 3 && f.tap * 10 >= f.nonempty)
+        || f.otp_reports >= 2;
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
@@ -147,6 +149,8 @@ struct Features {
     labelled: usize,
     /// A TAP stream's result and plan lines ([`is_tap_line`]: Perl's `prove`, node-tap, Bats).
     tap: usize,
+    /// Erlang/OTP logger report headers ([`is_otp_report_header`]).
+    otp_reports: usize,
     /// Lines only a runtime's printout of a value has ([`is_inspected`]: Node's `roles: [Array]`, `Map(25) {`).
     inspected: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
@@ -227,6 +231,9 @@ impl Features {
             }
             if is_tap_line(t) {
                 f.tap += 1;
+            }
+            if is_otp_report_header(t) {
+                f.otp_reports += 1;
             }
         }
         f.labelled = labels.values().copied().max().unwrap_or(0);
@@ -529,6 +536,17 @@ pub(crate) fn is_log_like(line: &str) -> bool {
             .any(|w| t.contains(w))
 }
 
+/// The header of an Erlang/OTP logger report (`=CRASH REPORT==== 5-Dec-2026::07:37:03.711030 ===`, `=ERROR
+/// REPORT====`, `=PROGRESS REPORT====`): what an Erlang or Elixir node logs, each report's body an Erlang term
+/// whose brackets and commas read as source.
+fn is_otp_report_header(t: &str) -> bool {
+    t.strip_prefix('=')
+        .and_then(|rest| rest.split_once(" REPORT===="))
+        .is_some_and(|(kind, _)| {
+            !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_uppercase() || b == b' ')
+        })
+}
+
 /// Whether a line opens with a timestamp: a date (`2024-01-31…`, `2024/01/31 …`) or a time of day (`12:34:56`).
 pub(crate) fn starts_with_timestamp(line: &str) -> bool {
     let b = line.as_bytes();
@@ -544,6 +562,22 @@ pub(crate) fn starts_with_timestamp(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An Erlang node's log: each report's body is an Erlang term (`{restart_type,permanent},`), which reads as
+    /// source line by line; the report headers say it is a log.
+    #[test]
+    fn an_erlang_nodes_reports_are_no_source() {
+        let mut log = String::new();
+        for k in 0..6 {
+            log.push_str(&format!(
+                "=PROGRESS REPORT==== 5-Dec-2026::07:37:04.02{k} ===\n    supervisor: {{local,httpc_sup}}\n    started: [{{pid,<0.9{k}.0>}},\n              {{id,httpc_profile_sup}},\n              {{mfargs,{{httpc_profile_sup,start_link,[]}}}},\n              {{restart_type,permanent}},\n              {{shutdown,infinity}},\n              {{child_type,supervisor}}]\n\n"
+            ));
+        }
+        assert_ne!(detect(&log), Kind::Code);
+        // One header alone in a source file (a string in a test of a log parser) does not make it a log.
+        let source = "fn parse() {\n    let header = 1;\n}\n// =INFO REPORT==== 1-Jan-2024::00:00:00 ===\nfn other() {\n    work();\n}\n";
+        assert_eq!(detect(source), Kind::Code);
+    }
 
     /// `prove -v`: each `ok N - name` is followed by `# …` diagnostics, which read as comments; a TAP stream is a
     /// test run, not source. Comments in a script stay code.
