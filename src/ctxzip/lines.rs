@@ -392,6 +392,9 @@ fn select(
             .count(),
         n,
     );
+    // RSpec's outline of examples: an example named after an error (`raises KeyError`) stays, as the floor says,
+    // but its neighbours are other examples, no context of it.
+    let examples = regions::numbered::outline_examples(texts);
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
     let mut warnings = WarningBudget::default();
@@ -413,6 +416,11 @@ fn select(
         if flags[i] & (ERROR | FLOOR) == 0 || (!p.error_words && flags[i] & FLOOR == 0) {
             continue;
         }
+        let example = examples.get(i).copied().unwrap_or(false);
+        if example && flags[i] & FLOOR == 0 {
+            // An example named after a warning (`logs a warning when …`) is no finding.
+            continue;
+        }
         let copies = seen.entry(recs[i].text).or_insert(0);
         if *copies >= MAX_COPIES_OF_ERROR {
             continue;
@@ -426,6 +434,7 @@ fn select(
             || p.before + p.after == 0
             || !p.error_words
             || (inspected && is_member_line(recs[i].text))
+            || example
         {
             continue;
         }

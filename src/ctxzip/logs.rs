@@ -147,6 +147,47 @@ mod tests {
     /// `go test -v` on a table test: the failing parent's span holds every case's `=== RUN` line and its verdict
     /// lists every case's `--- PASS:`. The failing case, its message and the verdicts that failed stay; the passing
     /// cases' lines are neither part of the failure's region nor its context.
+    /// RSpec's documentation format: the outline names every example, passing ones unmarked, so an example named
+    /// after an error is an error line among examples. It stays; its neighbours, and examples named after a
+    /// warning, go behind markers. The failing examples stay, and so do their blocks under `Failures:`.
+    #[test]
+    fn an_rspec_outlines_examples_are_no_context_of_one_named_after_an_error() {
+        let mut text = String::from("\nHashie::Mash\n");
+        for k in 0..40 {
+            text.push_str(&format!("  returns the value of key {k}\n"));
+            if k == 25 {
+                text.push_str(
+                    "  returns nil instead of raising an error for attribute-esque method calls\n",
+                );
+            }
+            if k == 32 {
+                text.push_str("  logs a warning when overriding built-in methods\n");
+            }
+        }
+        text.push_str("  updating\n    #deep_update\n      clones before a #deep_merge (FAILED - 1)\n      converts values only once\n");
+        for k in 0..30 {
+            text.push_str(&format!("    merges the value of key {k}\n"));
+        }
+        text.push_str("\nFailures:\n\n  1) Hashie::Mash updating #deep_update clones before a #deep_merge\n     Failure/Error: expect(duped.details.email).to eq 'michael@asf.com'\n\n       expected: \"michael@asf.com\"\n            got: nil\n\n       (compared using ==)\n     # ./spec/hashie/mash_spec.rb:315:in `block (4 levels) in <top (required)>'\n\nFinished in 0.05 seconds (files took 0.2 seconds to load)\n72 examples, 1 failure\n\nFailed examples:\n\nrspec ./spec/hashie/mash_spec.rb:312 # Hashie::Mash updating #deep_update clones before a #deep_merge\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress_failing(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        for needle in [
+            "  returns nil instead of raising an error for attribute-esque method calls\n",
+            "      clones before a #deep_merge (FAILED - 1)\n",
+            "            got: nil\n",
+            "72 examples, 1 failure\n",
+        ] {
+            assert!(out.contains(needle), "{needle}: {out}");
+        }
+        for example in [
+            "  returns the value of key 24\n",
+            "  returns the value of key 26\n",
+            "  logs a warning when overriding built-in methods\n",
+        ] {
+            assert!(!out.contains(example), "{example}: {out}");
+        }
+    }
+
     /// pytest under xdist: a failing test's block opens with its banner and the worker that ran it.
     #[test]
     fn an_errors_context_ends_at_the_next_tests_banner() {

@@ -27,7 +27,7 @@ mod cycles;
 mod goroutines;
 mod gotest;
 pub(crate) mod notes;
-mod numbered;
+pub(crate) mod numbered;
 pub(crate) mod rust_backtrace;
 mod sanitizer;
 pub(crate) mod shared;

@@ -68,6 +68,40 @@ pub(super) fn block_end(lines: &[&str], start: usize) -> usize {
     last
 }
 
+/// The lines of RSpec's documentation format that name an example or a group (`  returns nil instead of raising
+/// an error`, `      accepts a block (FAILED - 5)`): the indented outline before the `Failures:` heading, in an
+/// output whose outline marks its failing examples `(FAILED - N)`. A passing example there carries no mark at
+/// all, so an example named after an error (`raises KeyError`) reads as an error line, and its neighbours as its
+/// context: they are more examples. The failing ones are reported again, whole, under the heading. One flag per
+/// line; all `false` for any other output.
+pub(crate) fn outline_examples(lines: &[&str]) -> Vec<bool> {
+    let mut out = vec![false; lines.len()];
+    let Some(heading) = lines
+        .iter()
+        .position(|l| l.trim_end_matches('\r') == "Failures:")
+    else {
+        return out;
+    };
+    if !lines[..heading].iter().any(|l| marks_failure(l)) {
+        return out;
+    }
+    for (flag, line) in out.iter_mut().zip(&lines[..heading]) {
+        let t = line.trim_start_matches(' ');
+        *flag = line.len() - t.len() >= 2 && !t.is_empty() && !super::is_ruby_frame(t);
+    }
+    out
+}
+
+/// An example RSpec's outline marks as failed: `  clones before a #deep_merge (FAILED - 3)`.
+fn marks_failure(line: &str) -> bool {
+    line.trim_end()
+        .strip_suffix(')')
+        .and_then(|l| l.rsplit_once(" (FAILED - "))
+        .is_some_and(|(name, n)| {
+            !name.trim().is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
