@@ -547,8 +547,30 @@ fn is_otp_report_header(t: &str) -> bool {
         })
 }
 
-/// Whether a line opens with a timestamp: a date (`2024-01-31…`, `2024/01/31 …`) or a time of day (`12:34:56`).
+/// Whether a line opens with a timestamp: a date (`2024-01-31…`, `2024/01/31 …`) or a time of day (`12:34:56`),
+/// bare, in brackets (`[2024-01-31 12:34:56,789]`, Python's and Java's loggers), as logfmt's first field
+/// (`time="2024-01-31T…"`, `ts=2024-…`: Docker, containerd, Go services), or after glog's and klog's severity letter
+/// (`I0131 12:34:56.789012`: Kubernetes components).
 pub(crate) fn starts_with_timestamp(line: &str) -> bool {
+    let stamp = line.strip_prefix('[').unwrap_or(line);
+    let stamp = ["time=", "ts=", "timestamp=", "t="]
+        .iter()
+        .find_map(|key| stamp.strip_prefix(key))
+        .map_or(stamp, |value| value.strip_prefix('"').unwrap_or(value));
+    bare_timestamp(stamp) || glog_timestamp(line)
+}
+
+/// `I0131 12:34:56.789012`: a severity letter, the month and day, a time of day.
+fn glog_timestamp(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() >= 14
+        && matches!(b[0], b'I' | b'W' | b'E' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && bare_timestamp(&line[6..])
+}
+
+fn bare_timestamp(line: &str) -> bool {
     let b = line.as_bytes();
     let date = b.len() >= 10
         && b[..4].iter().all(u8::is_ascii_digit)
@@ -644,6 +666,10 @@ mod tests {
             "2026-12-04T23:16:07.123Z INFO started",
             "2026/12/04 23:16:07 [notice] 14141#14141: nginx/1.22.1",
             "23:16:07 WARN slow",
+            "[2026-12-05 07:38:54,066] ERROR ingest: bad row",
+            "time=\"2026-12-05T07:44:42.939178486Z\" level=info msg=\"Starting up\"",
+            "ts=2026-12-05T07:44:42.939Z caller=main.go:12 level=info",
+            "I1205 07:44:42.939178   20528 server.go:155] Version: v1.28.2",
         ] {
             assert!(starts_with_timestamp(line), "{line}");
         }
@@ -652,6 +678,9 @@ mod tests {
             "12:3:45 not a time",
             "  2026-12-04 indented",
             "1234-56",
+            "time=later",
+            "[x] 2026-12-04",
+            "I1205 is no time",
         ] {
             assert!(!starts_with_timestamp(line), "{line}");
         }

@@ -188,6 +188,33 @@ mod tests {
         }
     }
 
+    /// A logfmt log (Docker's, containerd's): each line is a record of its own, so an error record's context ends
+    /// at the next one, as it does at a line that opens with a date.
+    #[test]
+    fn a_logfmt_records_context_ends_at_the_next_record() {
+        let mut text = String::new();
+        for k in 0..60 {
+            text.push_str(&format!(
+                "time=\"2026-12-05T07:44:43.0{k:02}Z\" level=info msg=\"loading plugin \\\"io.containerd.v1.p{k}\\\"...\" type=io.containerd.v1\n"
+            ));
+            if k == 30 {
+                text.push_str("time=\"2026-12-05T07:44:43.031Z\" level=warning msg=\"failed to load plugin io.containerd.snapshotter.v1.devmapper\" error=\"devmapper not configured\"\n");
+            }
+        }
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(
+            out.contains("failed to load plugin io.containerd.snapshotter.v1.devmapper"),
+            "{out}"
+        );
+        for k in [31, 32, 33] {
+            assert!(
+                !out.contains(&format!("io.containerd.v1.p{k}\\")),
+                "{k}: {out}"
+            );
+        }
+    }
+
     /// pytest under xdist: a failing test's block opens with its banner and the worker that ran it.
     #[test]
     fn an_errors_context_ends_at_the_next_tests_banner() {
