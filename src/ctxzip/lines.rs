@@ -842,9 +842,9 @@ fn mark_context(
         let shown = repeated.get(j).copied().unwrap_or(false);
         // A passing test's verdict (`--- PASS: TestX/case`, `test_a.py::test_b PASSED`) is the next test's news, not
         // this error's context: a table test's failing parent is followed by each case's verdict. Nor is Go's
-        // `=== RUN   TestY` line, which opens another test (a failing test's own is kept with its region), nor a
-        // the banner of the next failing test (`____ test_y ____`): pytest's short tracebacks have no blank line
-        // to end an error's context before the next failure's block.
+        // `=== RUN   TestY` line, which opens another test (a failing test's own is kept with its region), nor the
+        // banner of the next failing test (`____ test_y ____`): pytest's short tracebacks have no blank line to end
+        // an error's context before the next failure's block.
         if *budget == 0
             || shown
             || renders_blank(text)

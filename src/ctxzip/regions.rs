@@ -283,17 +283,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
             // A failing Go test's own lines above its verdict: its messages, a testify diff, its subtests.
             let passed = go_tests_passed.get_or_insert_with(|| gotest::passed_tests(&lines[..n]));
             let span = gotest::span_lines(&lines[..n], run, i + 1, passed);
-            let (head, tail) = if span.len() <= gotest::MAX_LINES {
-                (&span[..], &span[..0])
-            } else {
-                (
-                    &span[..gotest::HEAD],
-                    &span[span.len() - (gotest::MAX_LINES - gotest::HEAD)..],
-                )
-            };
-            for &j in head.iter().chain(tail) {
-                keep[j] = true;
-            }
+            keep_lines(keep, &span, gotest::MAX_LINES, gotest::HEAD);
         }
         if is_code_frame_pointer(t) {
             // The failing line of a code frame (Jest, Vitest, Babel: `> 41 |   expect(total).toBe(4);`) and the
@@ -524,13 +514,21 @@ fn keep_stack(
         next = to;
     }
     rest.extend(next..end);
-    let (first, last) = if rest.len() <= cap {
-        (&rest[..], &rest[..0])
+    keep_lines(keep, &rest, cap, head);
+}
+
+/// [`keep_span`] for lines that are not one range (a stack without its cycle's middle copies, a Go test's span
+/// without its passing subtests): keeps `lines`, or their first `head` and last `cap - head` when more than `cap`.
+fn keep_lines(keep: &mut [bool], lines: &[usize], cap: usize, head: usize) {
+    let (first, last) = if lines.len() <= cap {
+        (lines, &lines[..0])
     } else {
-        (&rest[..head], &rest[rest.len() - (cap - head)..])
+        (&lines[..head], &lines[lines.len() - (cap - head)..])
     };
     for &k in first.iter().chain(last) {
-        keep[k] = true;
+        if let Some(flag) = keep.get_mut(k) {
+            *flag = true;
+        }
     }
 }
 
@@ -617,14 +615,18 @@ fn short_entry_len(lines: &[&str], i: usize) -> Option<usize> {
     }
     let carets = lines[i + 2..]
         .iter()
-        .take_while(|l| l.starts_with("    ") && is_python_caret_line(l.trim()))
+        .take_while(|l| l.starts_with("    ") && marks_carets(l.trim(), false))
         .count();
     Some(2 + carets)
 }
 
-/// Python's caret line under a traceback's source line: `^` marks, and `~` for the operands around them.
-fn is_python_caret_line(t: &str) -> bool {
-    t.contains('^') && t.bytes().all(|b| matches!(b, b'^' | b'~' | b' '))
+/// Whether `t` (a line, trimmed) only marks a span of the line above: at least one `^`, with `~` for the rest of a
+/// range and spaces between ranges (Python's carets, Clang's), and with `gutter` the `|` GCC and Babel print before
+/// them.
+pub(crate) fn marks_carets(t: &str, gutter: bool) -> bool {
+    t.contains('^')
+        && t.bytes()
+            .all(|b| matches!(b, b'^' | b'~' | b' ') || (gutter && b == b'|'))
 }
 
 /// The line a code frame points at: `> 41 |   expect(total).toBe(4);` (Babel's format, which Jest and Vitest print
@@ -638,9 +640,7 @@ fn is_code_frame_pointer(t: &str) -> bool {
 
 /// The caret line under a code frame's failing line: `|   ^` (only `|`, spaces and carets or tildes).
 fn is_caret_line(t: &str) -> bool {
-    t.starts_with('|')
-        && t.contains('^')
-        && t.bytes().all(|b| matches!(b, b'|' | b' ' | b'^' | b'~'))
+    t.starts_with('|') && marks_carets(t, true)
 }
 
 /// In a failure block kept whole (`block`), a code frame already shown above — its context lines, the failing

@@ -67,8 +67,7 @@ pub(super) fn note_end(lines: &[&str], start: usize) -> Option<usize> {
 
 /// Clang's caret line: spaces, then carets and tildes (and the spaces between two ranges), at least one caret.
 fn is_bare_caret(line: &str) -> bool {
-    let t = line.trim();
-    line.starts_with(' ') && t.contains('^') && t.bytes().all(|b| matches!(b, b'^' | b'~' | b' '))
+    line.starts_with(' ') && super::marks_carets(line.trim(), false)
 }
 
 #[cfg(test)]

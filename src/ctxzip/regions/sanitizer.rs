@@ -49,10 +49,7 @@ pub(super) fn frame_runs(lines: &[&str], start: usize, end: usize) -> Vec<std::o
 }
 
 fn is_numbered_frame(line: &str) -> bool {
-    line.trim_start().strip_prefix('#').is_some_and(|rest| {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        digits > 0 && rest[digits..].starts_with(" 0x")
-    })
+    super::shared::after_frame_number(line).is_some_and(|rest| rest.starts_with(" 0x"))
 }
 
 /// One past AddressSanitizer's shadow-byte map and its legend, when they start at `start` (`Shadow bytes around the

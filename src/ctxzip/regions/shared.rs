@@ -43,13 +43,15 @@ pub(crate) enum Frames {
 /// A numbered frame without its number: `0x55e1e1709881 in f file.c:847` of `    #3 0x55e1e1709881 in f file.c:847`.
 /// The line itself when it is no numbered frame.
 fn unnumbered(line: &str) -> &str {
-    let t = line.trim_start();
-    t.strip_prefix('#')
-        .and_then(|rest| {
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            (digits > 0).then(|| rest[digits..].trim_start())
-        })
-        .unwrap_or(line)
+    after_frame_number(line).map_or(line, str::trim_start)
+}
+
+/// What follows a frame's `#N` (` 0x55e1e1709881 in f file.c:847` of `    #3 0x55e1e1709881 in f file.c:847`), `None`
+/// for a line that does not open with one.
+pub(super) fn after_frame_number(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (digits > 0).then(|| &rest[digits..])
 }
 
 impl<'a> Shown<'a> {
