@@ -272,7 +272,9 @@ fn shown_row(
     let prefix = text.get(e.whole.start..e.value.start).unwrap_or("");
     let is_object = text.as_bytes().get(e.value.start) == Some(&b'{');
     let sighting = match is_object.then(|| ctx.seen.look(text, e.value, ctx)) {
-        Some(Look::Repeat(reference, keys)) if mark == Mark::Show => {
+        // A protected row (an error word in it) may be a repeat too: `look` refers to it only when the first copy
+        // shows each of its error lines.
+        Some(Look::Repeat(reference, keys)) if mark != Mark::Drop => {
             local.add(Unit::Keys, keys);
             return format!("{prefix}{reference}");
         }

@@ -408,16 +408,19 @@ mod tests {
             );
         }
         assert_eq!(find_markers(&out).len(), 3, "{out}");
-        // A repeated object with an error word is shown again where it stands.
+        // A repeated object with an error word is shown again where it stands when its error lines are not lines
+        // the first copy shows (nested deeper, they are indented further); at the same depth they are.
         let failing = serde_json::json!({"state": "failure", "description": "The build failed on step 3",
             "target_url": "https://ci.example.com/builds/81234", "context": "ci/build", "id": 9912,
             "creator": "release-bot", "created_at": "2024-03-01T10:00:00Z", "updated_at": "2024-03-01T10:04:12Z"});
-        let doc = serde_json::json!({"latest": failing.clone(), "required": failing.clone(),
-            "note": "x".repeat(600)});
+        let doc = serde_json::json!({"latest": failing.clone(), "required": {"contexts": [failing.clone()]},
+            "again": failing.clone(), "note": "x".repeat(600)});
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         let out = run(&text).unwrap_or(text);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
-        assert_eq!(v["required"], failing, "{out}");
+        assert_eq!(v["latest"], failing, "{out}");
+        assert_eq!(v["required"]["contexts"][0], failing, "{out}");
+        assert_eq!(v["again"]["_same_as"], ".latest", "{out}");
     }
 
     #[test]

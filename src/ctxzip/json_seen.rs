@@ -7,15 +7,18 @@
 //! remembered with its path (`.issue.user`); a later object with the same content (compared without the whitespace
 //! between tokens, so indentation does not matter) becomes `{"_ctxzip": "<<ctxzip:HASH N_keys_offloaded>>",
 //! "_same_as": ".issue.user"}`. Only objects the model can still see are pointed to: what a container that ends up
-//! behind a marker registered while it was compressed is forgotten again. An object holding an error word or a
-//! keep pattern is never replaced (the error floor, and the user's keep patterns, show it where it stands).
+//! behind a marker registered while it was compressed is forgotten again. An object holding a keep pattern is never
+//! replaced (the user's keep patterns show it where it stands); one holding an error word only when each of its
+//! error lines is a line of the first copy, byte for byte: a test report that lists each failure under `tests`
+//! and again under `failures` (Mocha's JSON reporter) shows the failure once, as the text compressors show stack
+//! frames a failure above already showed, and the floor — every error line visible as the exact line — holds.
 
 use std::cell::{Cell, RefCell};
 
 use rustc_hash::FxHashMap as FastMap;
 
 use super::jscan::{Span, object_members, plain_str};
-use super::relevance::has_floor_word;
+use super::relevance::{has_floor_word, is_floor_line};
 use super::{Ctx, Unit};
 
 /// Objects shorter than this (without whitespace) are shown again: the reference costs about 80 bytes.
@@ -37,9 +40,10 @@ pub(crate) enum Step<'a> {
 /// What one compression has shown so far, and where the walk is.
 #[derive(Default)]
 pub(crate) struct Seen {
-    /// Each object shown, by the digest of its compact text (its length beside it) → its path. Digests, not the
-    /// texts: a document's objects nest, and their texts together would be several times its size.
-    objects: RefCell<FastMap<(u128, usize), String>>,
+    /// Each object shown, by the digest of its compact text (its length beside it) → its path and the digests of
+    /// its error lines. Digests, not the texts: a document's objects nest, and their texts together would be
+    /// several times its size.
+    objects: RefCell<FastMap<(u128, usize), Shown>>,
     /// The objects registered, in order, so a container that goes behind a marker can forget its own.
     log: RefCell<Vec<(u128, usize)>>,
     /// The path of the value being compressed, one step per container entered.
@@ -118,16 +122,27 @@ impl Seen {
         }
         let raw = span.of(text);
         let key = compact_object(raw);
+        let floor = if key.is_some() && has_floor_word(raw.as_bytes()) {
+            floor_lines(text, span)
+        } else {
+            Vec::new()
+        };
         let repeat = key.and_then(|key| {
-            // An error word stays where it stands (the floor); so does a keep-pattern hit. A query hit does not
-            // hold a copy back: the first copy shows it, and commands name what they fetch (`gh api
-            // repos/octocat/hello`), so the repeated author or owner object is the one holding the query's words.
-            if has_floor_word(raw.as_bytes())
-                || (!ctx.matcher.is_empty() && ctx.matcher.scan(raw.as_bytes()).keep)
-            {
+            // A keep-pattern hit stays where it stands. A query hit does not hold a copy back: the first copy shows
+            // it, and commands name what they fetch (`gh api repos/octocat/hello`), so the repeated author or owner
+            // object is the one holding the query's words.
+            if !ctx.matcher.is_empty() && ctx.matcher.scan(raw.as_bytes()).keep {
                 return None;
             }
-            let path = self.objects.borrow().get(&key)?.clone();
+            let objects = self.objects.borrow();
+            let first = objects.get(&key)?;
+            // An error line stays visible as the exact line (the floor): a copy may go only when the first copy
+            // shows each of its error lines as it is (same indentation, same neighbours on its line).
+            if !floor.iter().all(|l| first.floor.binary_search(l).is_ok()) {
+                return None;
+            }
+            let path = first.path.clone();
+            drop(objects);
             let keys = object_members(text.as_bytes(), span)?.len();
             let marker = serde_json::to_string(&ctx.marker(keys, Unit::Keys)).ok()?;
             let path = serde_json::to_string(&path).ok()?;
@@ -136,13 +151,13 @@ impl Seen {
                 keys,
             ))
         });
-        repeat.unwrap_or(Look::First(Sighting(key)))
+        repeat.unwrap_or(Look::First(Sighting(key.map(|k| (k, floor)))))
     }
 
     /// Remembers an object [`Seen::look`] found new as shown at the current path, unless an equal one was shown
     /// before.
     pub(crate) fn shown(&self, sighting: Sighting) {
-        let Sighting(Some(key)) = sighting else {
+        let Sighting(Some((key, mut floor))) = sighting else {
             return;
         };
         let mut objects = self.objects.borrow_mut();
@@ -158,7 +173,8 @@ impl Seen {
             p if p.starts_with('.') => p,
             p => format!(".{p}"),
         };
-        objects.insert(key, path);
+        floor.sort_unstable();
+        objects.insert(key, Shown { path, floor });
         self.log.borrow_mut().push(key);
     }
 }
@@ -171,8 +187,36 @@ pub(crate) enum Look {
     First(Sighting),
 }
 
-/// An object's compact-text digest and length, when it is one that may be pointed to later.
-pub(crate) struct Sighting(Option<(u128, usize)>);
+/// An object's compact-text digest and length, when it is one that may be pointed to later, and the digests of
+/// its error lines ([`floor_lines`]).
+pub(crate) struct Sighting(Option<((u128, usize), Vec<u64>)>);
+
+/// An object shown: where it is, and the digests of its error lines, sorted.
+struct Shown {
+    path: String,
+    floor: Vec<u64>,
+}
+
+/// The digests of the error lines ([`is_floor_line`]) among the whole lines the object at `span` is written on,
+/// what comes before it on its first line and after it on its last included: those are the lines the floor
+/// counts.
+fn floor_lines(text: &str, span: Span) -> Vec<u64> {
+    let start = text
+        .get(..span.start)
+        .and_then(|before| before.rfind('\n'))
+        .map_or(0, |at| at + 1);
+    let end = text
+        .get(span.end..)
+        .and_then(|after| after.find('\n'))
+        .map_or(text.len(), |at| span.end + at);
+    text.get(start..end)
+        .unwrap_or("")
+        .split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+        .filter(|line| is_floor_line(line))
+        .map(|line| xxhash_rust::xxh3::xxh3_64(line.as_bytes()))
+        .collect()
+}
 
 fn is_identifier(k: &str) -> bool {
     let mut chars = k.chars();
@@ -272,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn what_went_behind_a_marker_small_objects_and_error_words_are_never_referred_to() {
+    fn what_went_behind_a_marker_and_small_objects_are_never_referred_to() {
         let ctx = Ctx::new("0123456789ab".into(), &Options::default());
         let t = format!("[{USER}, {USER}]");
         let mark = ctx.seen.mark();
@@ -289,9 +333,42 @@ mod tests {
             ctx.seen.look(small, span(small, "{\"a\"", 1), &ctx),
             Look::First(_)
         ));
-        // An error word.
-        let failing = USER.replace("User", "FailedUser");
-        let t = format!("[{failing}, {failing}]");
+    }
+
+    /// A failure a report lists twice (Mocha's JSON reporter: under `tests` and again under `failures`) is shown
+    /// once when the first copy shows each of its error lines as the exact line; written at another indentation,
+    /// or with another key before it on its first line, the copy stays where it is.
+    #[test]
+    fn an_object_with_error_lines_is_referred_to_only_where_the_first_copy_shows_them() {
+        let failing = USER
+            .replace(
+                "\"type\": \"User\"",
+                "\"err\": \"AssertionError: expected 1 to equal 2\"",
+            )
+            .replace(", ", ",\n    ");
+        let same = format!("{{\"tests\": [\n  {failing}\n], \"failures\": [\n  {failing}\n]}}");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        {
+            let _tests = ctx.seen.enter(Step::Key("tests"));
+            let _row = ctx.seen.enter(Step::Index(0));
+            show(&ctx, &same, span(&same, "{\"login\"", 0));
+        }
+        let (reference, _) = second_copy(&ctx, &same).unwrap_or_default();
+        assert!(
+            reference.ends_with("\"_same_as\": \".tests[0]\"}"),
+            "{reference}"
+        );
+        // Indented deeper, the copy's error line is not a line the first copy shows.
+        let deeper = failing.replace("\n    ", "\n      ");
+        let t = format!("{{\"tests\": [\n  {failing}\n], \"failures\": [\n  {deeper}\n]}}");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        show(&ctx, &t, span(&t, "{\"login\"", 0));
+        assert!(second_copy(&ctx, &t).is_none());
+        // On one line, what stands before the copy is part of its error line.
+        let one = r#"{"login": "octocat", "title": "parses the header", "fullTitle": "Parser parses the header row", "file": "/home/runner/work/app/test/parser.spec.js", "err": "AssertionError: expected 1 to equal 2", "duration": 3}"#;
+        let t = format!("{{\"test\": {one},\n\"failure\": {one}}}");
+        assert!(compact_object(one).is_some() && t.lines().all(|l| l.len() < 300));
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
         show(&ctx, &t, span(&t, "{\"login\"", 0));
         assert!(second_copy(&ctx, &t).is_none());
     }
