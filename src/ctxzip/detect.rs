@@ -39,6 +39,10 @@ pub fn detect(text: &str) -> Kind {
     if f.nonempty >= 3 && f.json_records * 10 >= f.nonempty * 8 {
         return Kind::JsonLines;
     }
+    // A default configuration is mostly comments, which read as source: its settings are what a reader wants.
+    if super::config::is_config(text) {
+        return Kind::Config;
+    }
     // A file view holds no patch: a log that prints one (an evaluation run's `git diff`) shows source in its hunks
     // but is no file to edit. Nor do four lines in five open with one label: that is a program's report
     // (`python -X importtime`'s `import time:` reads as an import statement), not source.

@@ -11,6 +11,7 @@
 //! return valid JSON.
 
 mod code;
+mod config;
 mod detect;
 mod diff;
 mod envelope;
@@ -89,6 +90,9 @@ pub enum Kind {
     JsonLines,
     /// Source code: verbatim unless `compress_code`.
     Code,
+    /// A configuration file that is mostly comments (`postgresql.conf`, `/etc/login.defs`): its settings kept,
+    /// its commentary offloaded ([`config`]).
+    Config,
     /// Anything else line-shaped: listings, prose, key-value dumps, cut-off JSON.
     Lines,
     /// Runs of lines an earlier output of the conversation already shows ([`repeats`]); never detected from the
@@ -107,6 +111,7 @@ impl Kind {
             Kind::Log => "log",
             Kind::JsonLines => "json_lines",
             Kind::Code => "code",
+            Kind::Config => "config",
             Kind::Lines => "lines",
             Kind::Repeats => "repeats",
         }
@@ -267,6 +272,7 @@ pub(crate) fn compress_kind(
         Kind::JsonLines => logs::compress_json_lines(text, ctx, tally),
         Kind::Lines => lines::compress(text, ctx, tally),
         Kind::Code if ctx.compress_code => code::compress(text, ctx, tally),
+        Kind::Config => config::compress(text, ctx, tally),
         Kind::Code | Kind::Repeats => None,
     }
 }
@@ -370,7 +376,12 @@ impl Tally {
             Kind::JsonArray | Kind::JsonObject => Unit::Rows,
             Kind::Search => Unit::Matches,
             Kind::Code => Unit::Bodies,
-            Kind::Diff | Kind::Log | Kind::Lines | Kind::JsonLines | Kind::Repeats => Unit::Lines,
+            Kind::Diff
+            | Kind::Log
+            | Kind::Lines
+            | Kind::JsonLines
+            | Kind::Config
+            | Kind::Repeats => Unit::Lines,
         };
         let unit = std::iter::once(preferred)
             .chain(Unit::ALL)
