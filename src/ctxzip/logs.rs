@@ -188,6 +188,81 @@ mod tests {
         }
     }
 
+    /// A TAP stream's passing results (tape, node-tap, `node --test`) whose names hold an error word (`ok 281
+    /// throws an exception on invalid option`) stay for the floor, but bring no neighbours: those are more passing
+    /// results. A failing result (`not ok 61`, no error word in it) stays with its YAML block, and so do prove's
+    /// `#` diagnostics under one.
+    #[test]
+    fn a_tap_streams_passing_results_are_no_context_of_one_named_after_an_error() {
+        let mut text = String::from("TAP version 13\n# parse()\n");
+        for k in 1..=60 {
+            text.push_str(&format!("ok {k} parses case {k}\n"));
+            if k == 30 {
+                text.push_str("ok 300 throws an exception on invalid option: null\n");
+            }
+        }
+        text.push_str("not ok 61 defaults to a depth of 5\n  ---\n    operator: deepEqual\n    expected: |-\n      { a: { b: 1 } }\n    actual: |-\n      { a: { b: 2 } }\n    at: Test.<anonymous> (test/parse.js:197:7)\n  ...\n");
+        for k in 62..=120 {
+            text.push_str(&format!("ok {k} stringifies case {k}\n"));
+        }
+        text.push_str("\n1..120\n# tests 120\n# pass  119\n# fail  1\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress_failing(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        for needle in [
+            "ok 300 throws an exception on invalid option: null\n",
+            "not ok 61 defaults to a depth of 5\n",
+            "      { a: { b: 2 } }\n",
+            "# fail  1\n",
+        ] {
+            assert!(out.contains(needle), "{needle}: {out}");
+        }
+        for neighbour in ["ok 29 parses case 29\n", "ok 31 parses case 31\n"] {
+            assert!(!out.contains(neighbour), "{neighbour}: {out}");
+        }
+        // `node --test`'s block: the runner's frames under the test's own go, and so does the rest of a long dump
+        // of the actual value (the error above it shows the difference).
+        let frames: String = (0..12)
+            .map(|k| format!("        Test.run{k} (node:internal/test_runner/test:{k}:25)\n"))
+            .collect();
+        let values: String = (0..20)
+            .map(|k| format!("        {k}: '1.0.{k}'\n"))
+            .collect();
+        let node = format!(
+            "{}    not ok 31 - sorts by precedence\n      ---\n      duration_ms: 2.3\n      error: |-\n        Expected values to be strictly deep-equal:\n        + '1.0.1'\n        - '1.0.0'\n      code: 'ERR_ASSERTION'\n      actual:\n{values}      stack: |-\n        TestContext.<anonymous> (test/compare.test.js:16:14)\n{frames}      ...\n{}",
+            (1..=30)
+                .map(|k| format!("    ok {k} - compares case {k}\n"))
+                .collect::<String>(),
+            (32..=70)
+                .map(|k| format!("    ok {k} - compares case {k}\n"))
+                .collect::<String>(),
+        );
+        let out = compress_failing(&node, &ctx, &mut Tally::default()).unwrap_or_default();
+        for kept in [
+            "        - '1.0.0'\n      code: 'ERR_ASSERTION'\n      actual:\n        0: '1.0.0'\n",
+            "      stack: |-\n        TestContext.<anonymous> (test/compare.test.js:16:14)\n        Test.run0 (",
+            "      ...\n",
+        ] {
+            assert!(out.contains(kept), "{kept}: {out}");
+        }
+        for dropped in ["        Test.run5 (", "        12: '1.0.12'\n"] {
+            assert!(!out.contains(dropped), "{dropped}: {out}");
+        }
+        let prove = format!(
+            "{}not ok 41 - rejects fail3.json\n#   at t/parse.t line 12.\n#          got: 'ok'\n#     expected: 'rejected'\n{}1..80\n",
+            (1..=40)
+                .map(|k| format!("ok {k} - parses pass{k}.json\n"))
+                .collect::<String>(),
+            (42..=80)
+                .map(|k| format!("ok {k} - parses pass{k}.json\n"))
+                .collect::<String>(),
+        );
+        let out = compress_failing(&prove, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(
+            out.contains("not ok 41 - rejects fail3.json\n#   at t/parse.t line 12.\n#          got: 'ok'\n#     expected: 'rejected'\n"),
+            "{out}"
+        );
+    }
+
     /// A logfmt log (Docker's, containerd's): each line is a record of its own, so an error record's context ends
     /// at the next one, as it does at a line that opens with a date.
     #[test]

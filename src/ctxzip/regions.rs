@@ -225,6 +225,13 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
             i = end.max(i + 1);
             continue;
         }
+        if let Some(end) = tap_failure_end(&lines[..n], i) {
+            // A TAP failure (`not ok 3 defaults to a depth of 5`) and its diagnostics: tape's and `node --test`'s
+            // YAML block (operator, expected, actual, where), prove's `#   Failed test` lines.
+            keep_tap_failure(lines, keep, i, end);
+            i = end;
+            continue;
+        }
         if opens_traceback(line) {
             let (end, raised) = traceback_end(lines, i);
             let (end, raised) = (end.min(n), raised && end <= n);
@@ -464,6 +471,77 @@ fn ends_message(line: &str) -> bool {
 fn opens_traceback(line: &str) -> bool {
     line.trim_start()
         .starts_with("Traceback (most recent call last)")
+}
+
+/// A TAP failure's lines kept at most (its result line, then the first lines of its diagnostics).
+const MAX_TAP_FAILURE: usize = 60;
+
+/// Lines of a TAP failure's `stack` kept: the error and the test's own frame (the runner's frames follow).
+const TAP_STACK_LINES: usize = 2;
+/// Lines of its `expected` and `actual` dumps kept when they are long: the `error` above them shows the
+/// difference already (`node --test` prints both values again, one line per element).
+const TAP_VALUE_LINES: usize = 8;
+
+/// Keeps the TAP failure `lines[start..end]` ([`tap_failure_end`]): its result line, and of its YAML block every
+/// key with its value, a `stack` only its first lines and a long `expected` or `actual` only its first lines; at
+/// most [`MAX_TAP_FAILURE`] lines in all.
+fn keep_tap_failure(lines: &[&str], keep: &mut [bool], start: usize, end: usize) {
+    let end = end.min(lines.len()).min(keep.len());
+    let indent_of = |l: &str| l.len() - l.trim_start().len();
+    // The block's keys are indented like its first line after `---` (tape indents them deeper than the `---`).
+    let key_indent = lines
+        .get(start + 1)
+        .filter(|l| l.trim() == "---")
+        .and_then(|_| lines.get(start + 2))
+        .map(|l| indent_of(l));
+    let mut budget = MAX_TAP_FAILURE;
+    let (mut limit, mut nested) = (usize::MAX, 0);
+    for j in start..end {
+        let line = lines[j].trim_end_matches('\r');
+        let at_key = j == start || key_indent.is_none_or(|k| indent_of(line) <= k);
+        if at_key {
+            let key = line.trim().split(':').next().unwrap_or("");
+            limit = match key {
+                "stack" => TAP_STACK_LINES,
+                "expected" | "actual" => TAP_VALUE_LINES,
+                _ => usize::MAX,
+            };
+            nested = 0;
+        } else {
+            nested += 1;
+            if nested > limit {
+                continue;
+            }
+        }
+        if budget == 0 {
+            break;
+        }
+        keep[j] = true;
+        budget -= 1;
+    }
+}
+
+/// One past the last line of the TAP failure whose result line (`not ok 3 name`) is `lines[i]`: its YAML block
+/// (an indented `---` through the `...` that closes it) or the `#` diagnostics right under it. `None` when
+/// `lines[i]` is no failing result.
+fn tap_failure_end(lines: &[&str], i: usize) -> Option<usize> {
+    let rest = lines.get(i)?.trim().strip_prefix("not ok ")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !matches!(rest.as_bytes().get(digits), None | Some(b' ')) {
+        return None;
+    }
+    let next = |j: usize| lines.get(j).map(|l| l.trim_end_matches('\r'));
+    if next(i + 1).is_some_and(|l| l.trim() == "---") {
+        let indent = next(i + 1).map_or(0, |l| l.len() - l.trim_start().len());
+        let close = (i + 2..lines.len()).find(|&j| {
+            next(j).is_some_and(|l| l.trim() == "..." && l.len() - l.trim_start().len() == indent)
+        });
+        return Some(close.map_or(lines.len(), |c| c + 1));
+    }
+    let diagnostics = (i + 1..lines.len())
+        .find(|&j| !next(j).is_some_and(|l| l.trim_start().starts_with('#')))
+        .unwrap_or(lines.len());
+    Some(diagnostics)
 }
 
 /// Keeps `start..end`, or its first `head` and last `cap - head` lines when longer than `cap`.
@@ -711,7 +789,8 @@ fn frames_end(lines: &[&str], from: usize, to: usize) -> usize {
 }
 
 /// Whether `line` reports a test that passed: Mocha's and Jest's `✓ rejects a failed job`, pytest's
-/// `test_a.py::test_fail_fast PASSED`, Go's `--- PASS:`, unittest's and Cargo's `test_fail (…) ... ok`. An error word
+/// `test_a.py::test_fail_fast PASSED`, Go's `--- PASS:`, unittest's and Cargo's `test_fail (…) ... ok`, a TAP
+/// result (tape, node-tap, `node --test`, `prove`: `ok 280 throws on invalid option: null`). An error word
 /// in such a line is the test's name: the line stays (the floor keeps it), but it brings no neighbours as context —
 /// they are more passing tests.
 pub(crate) fn reports_pass(line: &str) -> bool {
@@ -722,6 +801,10 @@ pub(crate) fn reports_pass(line: &str) -> bool {
         || t.starts_with("--- PASS: ")
         || t.ends_with(" ... ok")
         || t.ends_with(" PASSED")
+        || t.strip_prefix("ok ").is_some_and(|rest| {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && matches!(rest.as_bytes().get(digits), None | Some(b' '))
+        })
         || t.split_once(" PASSED ").is_some_and(|(_, progress)| {
             progress.trim_start().starts_with('[') && progress.ends_with("%]")
         })
@@ -823,6 +906,8 @@ mod tests {
             "--- PASS: TestFailover (0.00s)",
             "test_error_page (app.tests.ViewTests) ... ok",
             "test store::tests::fails_when_full ... ok",
+            "ok 280 throws on invalid option: null",
+            "ok 12 - rejects a failed job # SKIP",
         ] {
             assert!(reports_pass(pass), "{pass}");
         }
@@ -832,6 +917,9 @@ mod tests {
             "--- FAIL: TestFailover (0.00s)",
             "test store::tests::fails_when_full ... FAILED",
             "PASSED: the error was logged",
+            "not ok 3 throws on invalid option",
+            "ok so the error is here",
+            "ok 3rd attempt failed",
         ] {
             assert!(!reports_pass(other), "{other}");
         }
