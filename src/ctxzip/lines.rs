@@ -488,6 +488,14 @@ fn select(
             other[i] = true;
         }
     }
+    // A section banner over lines that all go (`---- Captured stdout call ----`) goes with them, into their marker.
+    if p.regions == Regions::Runs {
+        for i in regions::empty_sections(texts, &keep) {
+            if flags[i] & (KEEP | FLOOR) == 0 {
+                keep[i] = false;
+            }
+        }
+    }
     let floor_only: Vec<bool> = (0..n).map(|i| keep[i] && !other[i]).collect();
     // Lines the render may gather behind a marker do not end a gap.
     // A region's hidden lines (a Rust backtrace's frames) gather the floor's lines among them whatever the params say.

@@ -188,6 +188,37 @@ mod tests {
         }
     }
 
+    /// A failing test's captured output that goes behind a marker takes its banner along: the marker names the
+    /// section (`(Captured stdout call)`) instead of a lone banner line above it.
+    #[test]
+    fn a_captured_section_that_goes_whole_takes_its_banner_along() {
+        let mut text = String::from(
+            "============================= test session starts ==============================\ncollected 240 items\n\n",
+        );
+        text.push_str(&".".repeat(60));
+        text.push_str(
+            "\n=================================== FAILURES ===================================\n",
+        );
+        for k in 0..40 {
+            text.push_str(&format!(
+                "_________________________________ test_table_{k} _________________________________\ntest/test_output.py:{}: in test_table_{k}\n    assert_equal(expected, result)\nE   AssertionError\n----------------------------- Captured stdout call -----------------------------\nExpected:\nname      age\n------  -----\nAlice      {k}\nBob        27\n\nGot:\nname      age\n------  -----\nAlice     {k}\nBob       27\n\n",
+                100 + k
+            ));
+        }
+        text.push_str("=========================== short test summary info ============================\nFAILED test/test_output.py::test_table_0 - AssertionError\n============================== 40 failed, 200 passed in 1.20s ==============================\n");
+        let ctx = Ctx::new("0123456789ab".into(), &Options::default());
+        let out = compress_failing(&text, &ctx, &mut Tally::default()).unwrap_or_default();
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(out.contains(" (Captured stdout call)"), "{out}");
+        for (a, b) in lines.iter().zip(lines.iter().skip(1)) {
+            assert!(
+                !(a.contains("Captured stdout call") && b.starts_with("<<ctxzip:")),
+                "a banner alone above its marker: {out}"
+            );
+        }
+        assert!(out.contains("E   AssertionError\n"), "{out}");
+    }
+
     /// A TAP stream's passing results (tape, node-tap, `node --test`) whose names hold an error word (`ok 281
     /// throws an exception on invalid option`) stay for the floor, but bring no neighbours: those are more passing
     /// results. A failing result (`not ok 61`, no error word in it) stays with its YAML block, and so do prove's

@@ -626,6 +626,31 @@ fn is_banner(line: &str) -> bool {
         })
 }
 
+/// The title of a section banner (`Captured stdout call` of `---- Captured stdout call ----`), for the marker that
+/// takes the section's place to say what it was.
+pub(crate) fn section_title(line: &str) -> Option<&str> {
+    (line.trim_start().starts_with("---") && is_banner(line))
+        .then(|| line.trim().trim_matches('-').trim())
+}
+
+/// The banners of sections whose every line `keep` leaves out: `---- Captured stdout call ----` over output
+/// that goes behind a marker. Alone, such a banner says only what the marker's census can say; it goes with it.
+pub(crate) fn empty_sections(lines: &[&str], keep: &[bool]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if section_title(line).is_none() {
+            continue;
+        }
+        let end = (i + 1..lines.len())
+            .find(|&j| is_banner(lines[j]))
+            .unwrap_or(lines.len());
+        if end > i + 1 && (i + 1..end).all(|j| !keep.get(j).copied().unwrap_or(true)) {
+            out.push(i);
+        }
+    }
+    out
+}
+
 /// A banner that opens another test's block (`____ test_y ____`), not one that opens what a failing test printed
 /// (`---- Captured stdout call ----`, Cargo's `---- tests::x stdout ----`), which belongs to the failure above it,
 /// nor a `====` line, which may be the first line of that captured output (a test that runs pytest).

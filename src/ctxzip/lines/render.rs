@@ -117,6 +117,13 @@ pub(super) fn render(
                 REPEATED_FRAMES
             });
         } else {
+            // A section that went whole (`---- Captured stdout call ----` and what the test printed) says which.
+            if let Some(title) = dropped_lines()
+                .next()
+                .and_then(|k| regions::section_title(recs[k].text))
+            {
+                out.push_str(&format!(" ({title})"));
+            }
             out.push_str(&census.render());
         }
         out.push('\n');
