@@ -278,6 +278,32 @@ mod tests {
         for dropped in ["        Test.run5 (", "        12: '1.0.12'\n"] {
             assert!(!out.contains(dropped), "{dropped}: {out}");
         }
+        // A block cut off before its `...` ends at the next result: what follows is looked at as usual.
+        let cut = format!(
+            "{}not ok 31 - parses\n  ---\n  error: 'boom'\n{}",
+            (1..=30)
+                .map(|k| format!("ok {k} - case {k}\n"))
+                .collect::<String>(),
+            (32..=100)
+                .map(|k| format!("ok {k} - case {k}\n"))
+                .chain(std::iter::once(format!(
+                    "Traceback (most recent call last):\n{}ValueError: late\n",
+                    (1..=12)
+                        .map(|k| format!("  File \"x.py\", line {k}, in f{k}\n    f{}()\n", k + 1))
+                        .collect::<String>()
+                )))
+                .chain((101..=140).map(|k| format!("ok {k} - case {k}\n")))
+                .collect::<String>(),
+        );
+        let out = compress_failing(&cut, &ctx, &mut Tally::default()).unwrap_or_default();
+        assert!(
+            out.contains("not ok 31 - parses\n  ---\n  error: 'boom'\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("  File \"x.py\", line 12, in f12\n    f13()\nValueError: late\n"),
+            "{out}"
+        );
         let prove = format!(
             "{}not ok 41 - rejects fail3.json\n#   at t/parse.t line 12.\n#          got: 'ok'\n#     expected: 'rejected'\n{}1..80\n",
             (1..=40)

@@ -532,11 +532,23 @@ fn tap_failure_end(lines: &[&str], i: usize) -> Option<usize> {
     }
     let next = |j: usize| lines.get(j).map(|l| l.trim_end_matches('\r'));
     if next(i + 1).is_some_and(|l| l.trim() == "---") {
-        let indent = next(i + 1).map_or(0, |l| l.len() - l.trim_start().len());
-        let close = (i + 2..lines.len()).find(|&j| {
-            next(j).is_some_and(|l| l.trim() == "..." && l.len() - l.trim_start().len() == indent)
-        });
-        return Some(close.map_or(lines.len(), |c| c + 1));
+        let indent_of = |l: &str| l.len() - l.trim_start().len();
+        let indent = next(i + 1).map_or(0, indent_of);
+        // The block ends at its `...`; a block cut off (a truncated output) ends where a line is indented less
+        // than its `---`: the next result or heading.
+        let end = (i + 2..lines.len())
+            .find_map(|j| {
+                let l = next(j)?;
+                if l.trim() == "..." && indent_of(l) == indent {
+                    Some(j + 1)
+                } else if !l.trim().is_empty() && indent_of(l) < indent {
+                    Some(j)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(lines.len());
+        return Some(end);
     }
     let diagnostics = (i + 1..lines.len())
         .find(|&j| !next(j).is_some_and(|l| l.trim_start().starts_with('#')))
