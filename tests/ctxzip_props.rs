@@ -1,7 +1,8 @@
 //! Property tests of ctxzip over arbitrary strings, line-shaped texts and JSON values (compact and pretty):
 //! compress never panics; a result is strictly shorter, carries only markers of `hash_of(original)`, no
 //! partial marker, is deterministic, keeps every error line of a text verbatim, and stays valid JSON when the
-//! input was JSON. The same holds for an output compressed in the context of an earlier one it partly repeats.
+//! input was JSON. The same holds for an output compressed in the context of an earlier one it partly repeats, for
+//! configuration files that are mostly comments, and for TAP streams.
 
 use std::collections::HashSet;
 
@@ -136,7 +137,28 @@ fn line() -> impl Strategy<Value = String> {
                    #0 0x2 in free\n\nSUMMARY: AddressSanitizer: heap-use-after-free a.c:1 in f".to_string()),
         1 => Just("    > 41 |   expect(x).toBe(1);\n         |          ^".to_string()),
         1 => Just("Process exited with code 1".to_string()),
+        // TAP: a pass named after an error, a failure with its YAML block (cut off before its `...` at times).
+        1 => (0u32..500).prop_map(|n| format!("ok {n} throws an error on bad input")),
+        1 => (0u32..500, any::<bool>()).prop_map(|(n, closed)| format!(
+            "not ok {n} - parses\n  ---\n  error: 'boom'\n  expected: 1\n  stack: |-\n    f (a.js:1:1)\n    g (b.js:2:2)\n    h (c.js:3:3){}",
+            if closed { "\n  ..." } else { "" }
+        )),
         1 => "[\\[\\]{}\",:0-9a-z ]{0,40}",
+    ]
+}
+
+/// Lines of a configuration file that is mostly comments, mixed with noise (about a quarter of the texts made of
+/// them read as configuration files: the noise decides).
+fn config_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => "#[a-z ]{0,50}",
+        4 => "#[a-z_]{2,12} = [a-z0-9']{1,10}",
+        1 => "; [a-z ]{0,30}",
+        2 => "[a-z_]{2,12} = [a-z0-9']{1,10}",
+        1 => Just(String::new()),
+        1 => "# [a-z ]{0,12}(error|fail|fatal|panic)[a-z ]{0,12}",
+        1 => "\\[[a-z]{2,8}\\]",
+        1 => "\\PC{0,30}",
     ]
 }
 
@@ -285,6 +307,11 @@ proptest! {
     #[test]
     fn line_shaped_texts(t in text(), opts in options()) {
         check(&t, &opts)?;
+    }
+
+    #[test]
+    fn commented_configurations(lines in prop::collection::vec(config_line(), 30..300), opts in options()) {
+        check(&lines.join("\n"), &opts)?;
     }
 
     #[test]
