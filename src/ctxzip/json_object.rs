@@ -156,10 +156,20 @@ fn compress_object(
     }
     let mut out = String::new();
     let mut copied_to = span.start;
-    let links: Vec<bool> = members.iter().map(|m| is_link(text, m)).collect();
-    let n_links = links.iter().filter(|l| **l).count();
-    let strip_links = n_links >= LINKS_MIN;
-    let mut link_marker_written = false;
+    // Members that go together, behind one member in the first one's place: an API record's link members, and a
+    // record's members that hold nothing.
+    let mut groups = [
+        Group::new(
+            members.iter().map(|m| is_link(text, m)).collect(),
+            LINKS_MIN,
+            LINKS_KEY,
+        ),
+        Group::new(
+            members.iter().map(|m| is_empty(text, m, ctx)).collect(),
+            EMPTY_MIN,
+            EMPTY_KEY,
+        ),
+    ];
     let mut prev_end = span.start;
     // An object of objects may be a map of records (versions, packages, dependencies by name) too small for
     // the map rule: its later members are written against its first when they copy most of it.
@@ -169,17 +179,21 @@ fn compress_object(
             .all(|m| text.as_bytes().get(m.value.start) == Some(&b'{'));
     let mut reference: Option<(Span, &str)> = None;
     for (i, m) in members.iter().enumerate() {
-        if strip_links && links[i] {
-            if link_marker_written {
+        if let Some(group) = groups.iter_mut().find(|g| g.applies && g.members[i]) {
+            if group.written {
                 // Drop the member with the separator before it, so the rest keeps its formatting.
                 out.push_str(text.get(copied_to..prev_end.max(copied_to))?);
             } else {
                 out.push_str(text.get(copied_to..m.key.start)?);
-                out.push_str(LINKS_KEY);
+                out.push_str(group.key);
                 out.push_str(text.get(m.key.end..m.value.start)?);
-                out.push_str(&serde_json::to_string(&ctx.marker(n_links, Unit::Keys)).ok()?);
-                tally.add(Unit::Keys, n_links);
-                link_marker_written = true;
+                let mut value = ctx.marker(group.count, Unit::Keys);
+                if group.key == EMPTY_KEY {
+                    value.push_str(&empty_note(text, &members, &group.members));
+                }
+                out.push_str(&serde_json::to_string(&value).ok()?);
+                tally.add(Unit::Keys, group.count);
+                group.written = true;
             }
             copied_to = m.value.end;
             prev_end = m.value.end;
@@ -279,6 +293,85 @@ fn bulky(text: &str, span: Span, ctx: &Ctx) -> Option<(usize, Unit)> {
         b'[' => Some((array_items(text.as_bytes(), span)?.len(), Unit::Items)),
         _ => None,
     }
+}
+
+/// Members of one object that go behind a single member ([`LINKS_KEY`], [`EMPTY_KEY`]) when there are enough of
+/// them.
+struct Group {
+    members: Vec<bool>,
+    count: usize,
+    applies: bool,
+    key: &'static str,
+    written: bool,
+}
+
+impl Group {
+    fn new(members: Vec<bool>, min: usize, key: &'static str) -> Self {
+        let count = members.iter().filter(|m| **m).count();
+        Group {
+            members,
+            count,
+            applies: count >= min,
+            key,
+            written: false,
+        }
+    }
+}
+
+/// A record with at least this many members that hold nothing has them offloaded.
+const EMPTY_MIN: usize = 10;
+/// The member that stands for an object's offloaded empty members.
+const EMPTY_KEY: &str = "\"ctxzip_empty\"";
+/// The empty members' keys its note names at most.
+const EMPTY_NAMED: usize = 30;
+
+/// A member that holds nothing: `null`, `""`, `[]` or `{}`. A record of a container's or an image's state (`docker
+/// inspect`: `"Cmd": null`, `"Volumes": null`, `"Gateway": ""`, dozens per container) or an API object (GitHub's
+/// `"milestone": null`) has many; their keys are all a reader needs of them, and the marker's note names them. A
+/// member on a floor line (`"Error": ""`) or holding a keep-pattern or query hit stays.
+fn is_empty(text: &str, m: &Member, ctx: &Ctx) -> bool {
+    let Some(value) = text.get(m.value.start..m.value.end) else {
+        return false;
+    };
+    let inner = |open: char, close: char| {
+        value
+            .strip_prefix(open)
+            .and_then(|v| v.strip_suffix(close))
+            .is_some_and(|v| v.trim().is_empty())
+    };
+    if !(value == "null" || value == "\"\"" || inner('[', ']') || inner('{', '}')) {
+        return false;
+    }
+    let Some(member) = text.get(m.key.start..m.value.end) else {
+        return false;
+    };
+    if is_floor_line(member) {
+        return false;
+    }
+    if ctx.matcher.is_empty() {
+        return true;
+    }
+    let hits = ctx.matcher.scan(member.as_bytes());
+    !hits.keep && hits.query == 0
+}
+
+/// ` (null or empty: Cmd, Volumes, OnBuild, +3)`: the keys of the members [`is_empty`] took.
+fn empty_note(text: &str, members: &[Member], empty: &[bool]) -> String {
+    let keys: Vec<&str> = members
+        .iter()
+        .zip(empty)
+        .filter(|(_, e)| **e)
+        .map(|(m, _)| plain_str(text, m.key).unwrap_or("?"))
+        .collect();
+    let mut note = format!(
+        " (null or empty: {}",
+        keys[..keys.len().min(EMPTY_NAMED)].join(", ")
+    );
+    if keys.len() > EMPTY_NAMED {
+        note.push_str(&format!(", +{}", keys.len() - EMPTY_NAMED));
+    }
+    note.push(')');
+    note
 }
 
 /// A record with at least this many link members (`*_url` keys holding URLs) has them offloaded.
@@ -421,6 +514,69 @@ mod tests {
         assert_eq!(v["latest"], failing, "{out}");
         assert_eq!(v["required"]["contexts"][0], failing, "{out}");
         assert_eq!(v["again"]["_same_as"], ".latest", "{out}");
+    }
+
+    /// A container's state as `docker inspect` prints it: the members that hold nothing go behind one member whose
+    /// note names them; one on a floor line (`"Error": ""`) and one the task names stay where they are.
+    #[test]
+    fn a_records_empty_members_go_behind_one_member_that_names_them() {
+        let mut host = serde_json::Map::new();
+        for key in [
+            "Binds",
+            "ContainerIDFile",
+            "VolumeDriver",
+            "VolumesFrom",
+            "CapAdd",
+            "CapDrop",
+            "Dns",
+            "DnsOptions",
+            "DnsSearch",
+            "ExtraHosts",
+            "GroupAdd",
+            "Links",
+        ] {
+            host.insert(key.into(), serde_json::Value::Null);
+        }
+        host.insert("Devices".into(), serde_json::json!([]));
+        host.insert("Sysctls".into(), serde_json::json!({}));
+        host.insert("Error".into(), serde_json::json!(""));
+        host.insert("PortBindings".into(), serde_json::json!({}));
+        host.insert("NetworkMode".into(), serde_json::json!("none"));
+        host.insert("ShmSize".into(), serde_json::json!(67108864));
+        for k in 0..30 {
+            host.insert(format!("CpuLimit{k}"), serde_json::json!(k));
+        }
+        let doc = serde_json::json!({"Id": "616221e74233", "HostConfig": host, "Name": "/worker1",
+            "Log": "x".repeat(2000)});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let opts = Options {
+            query: vec!["PortBindings".into()],
+            ..Options::default()
+        };
+        let ctx = Ctx::new("0123456789ab".into(), &opts);
+        let out = compress_document(&text, &ctx, 0, &mut Tally::default()).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let host = &v["HostConfig"];
+        let note = host["ctxzip_empty"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("<<ctxzip:0123456789ab 14_keys_offloaded>> (null or empty: "),
+            "{out}"
+        );
+        for key in ["Binds", "ContainerIDFile", "Links", "Devices", "Sysctls"] {
+            assert!(
+                note.contains(key) && host.get(key).is_none(),
+                "{key}: {out}"
+            );
+        }
+        assert!(out.contains("\n    \"Error\": \"\",\n"), "{out}");
+        assert_eq!(host["PortBindings"], serde_json::json!({}), "{out}");
+        assert_eq!(host["NetworkMode"], "none", "{out}");
+        // A record with a few empty members keeps them.
+        let few = serde_json::json!({"milestone": null, "assignee": null, "body": "", "labels": [],
+            "title": "x".repeat(2000)});
+        let text = serde_json::to_string_pretty(&few).unwrap_or_default();
+        let out = run(&text).unwrap_or(text);
+        assert!(!out.contains("ctxzip_empty"), "{out}");
     }
 
     #[test]
