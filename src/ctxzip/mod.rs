@@ -91,7 +91,7 @@ pub enum Kind {
     /// Source code: verbatim unless `compress_code`.
     Code,
     /// A configuration file that is mostly comments (`postgresql.conf`, `/etc/login.defs`): its settings kept,
-    /// its commentary offloaded ([`config`]).
+    /// its commentary offloaded (`ctxzip::config`).
     Config,
     /// Anything else line-shaped: listings, prose, key-value dumps, cut-off JSON.
     Lines,
