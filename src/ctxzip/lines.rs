@@ -392,9 +392,13 @@ fn select(
             .count(),
         n,
     );
-    // RSpec's outline of examples: an example named after an error (`raises KeyError`) stays, as the floor says,
-    // but its neighbours are other examples, no context of it.
-    let examples = regions::numbered::outline_examples(texts);
+    // Lines that name a test: an example of RSpec's outline named after an error (`raises KeyError`), a TAP
+    // stream's heading (tape's `# throws an exception when depth exceeds the limit`). Such a line stays, as the
+    // floor says, but its neighbours are other tests' names, no context of it.
+    let mut examples = regions::numbered::outline_examples(texts);
+    for (example, heading) in examples.iter_mut().zip(regions::tap_headings(texts)) {
+        *example |= heading;
+    }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
     let mut warnings = WarningBudget::default();

@@ -231,6 +231,10 @@ mod tests {
             if k == 30 {
                 text.push_str("ok 300 throws an exception on invalid option: null\n");
             }
+            if k == 45 {
+                // tape's headings, one per test (`grep -v '^ok '` leaves only them between failures).
+                text.push_str("# parses nested arrays\n# throws an exception when depth exceeds the limit\n# parses sparse arrays\n");
+            }
         }
         text.push_str("not ok 61 defaults to a depth of 5\n  ---\n    operator: deepEqual\n    expected: |-\n      { a: { b: 1 } }\n    actual: |-\n      { a: { b: 2 } }\n    at: Test.<anonymous> (test/parse.js:197:7)\n  ...\n");
         for k in 62..=120 {
@@ -241,13 +245,19 @@ mod tests {
         let out = compress_failing(&text, &ctx, &mut Tally::default()).unwrap_or_default();
         for needle in [
             "ok 300 throws an exception on invalid option: null\n",
+            "# throws an exception when depth exceeds the limit\n",
             "not ok 61 defaults to a depth of 5\n",
             "      { a: { b: 2 } }\n",
             "# fail  1\n",
         ] {
             assert!(out.contains(needle), "{needle}: {out}");
         }
-        for neighbour in ["ok 29 parses case 29\n", "ok 31 parses case 31\n"] {
+        for neighbour in [
+            "ok 29 parses case 29\n",
+            "ok 31 parses case 31\n",
+            "# parses nested arrays\n",
+            "# parses sparse arrays\n",
+        ] {
             assert!(!out.contains(neighbour), "{neighbour}: {out}");
         }
         // `node --test`'s block: the runner's frames under the test's own go, and so does the rest of a long dump

@@ -473,6 +473,33 @@ fn opens_traceback(line: &str) -> bool {
         .starts_with("Traceback (most recent call last)")
 }
 
+/// Whether `t` is a TAP result opening with `word` (`ok `, `not ok `) and its number: `ok 12 - name`, `not ok 3`.
+fn tap_number(t: &str, word: &str) -> bool {
+    t.strip_prefix(word).is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && matches!(rest.as_bytes().get(digits), None | Some(b' '))
+    })
+}
+
+/// The headings of a TAP stream (`# parse()`, tape's `# throws an exception when depth exceeds the limit`,
+/// `node --test`'s `# Subtest: …`): a test's or a group's name, which an error word in it does not make an error.
+/// A text is a TAP stream when three or more of its lines are results (`ok 3`, `not ok 4`). One flag per line;
+/// all `false` for any other output.
+pub(crate) fn tap_headings(lines: &[&str]) -> Vec<bool> {
+    let results = lines
+        .iter()
+        .filter(|l| {
+            let t = l.trim();
+            tap_number(t, "ok ") || tap_number(t, "not ok ")
+        })
+        .take(3)
+        .count();
+    lines
+        .iter()
+        .map(|l| results >= 3 && l.trim_start().starts_with("# "))
+        .collect()
+}
+
 /// A TAP failure's lines kept at most (its result line, then the first lines of its diagnostics).
 const MAX_TAP_FAILURE: usize = 60;
 
@@ -525,9 +552,7 @@ fn keep_tap_failure(lines: &[&str], keep: &mut [bool], start: usize, end: usize)
 /// (an indented `---` through the `...` that closes it) or the `#` diagnostics right under it. `None` when
 /// `lines[i]` is no failing result.
 fn tap_failure_end(lines: &[&str], i: usize) -> Option<usize> {
-    let rest = lines.get(i)?.trim().strip_prefix("not ok ")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || !matches!(rest.as_bytes().get(digits), None | Some(b' ')) {
+    if !tap_number(lines.get(i)?.trim(), "not ok ") {
         return None;
     }
     let next = |j: usize| lines.get(j).map(|l| l.trim_end_matches('\r'));
@@ -838,10 +863,7 @@ pub(crate) fn reports_pass(line: &str) -> bool {
         || t.starts_with("--- PASS: ")
         || t.ends_with(" ... ok")
         || t.ends_with(" PASSED")
-        || t.strip_prefix("ok ").is_some_and(|rest| {
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            digits > 0 && matches!(rest.as_bytes().get(digits), None | Some(b' '))
-        })
+        || tap_number(t, "ok ")
         || t.split_once(" PASSED ").is_some_and(|(_, progress)| {
             progress.trim_start().starts_with('[') && progress.ends_with("%]")
         })
