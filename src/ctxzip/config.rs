@@ -105,10 +105,9 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
         }
         lines[end..i].iter().for_each(|l| push_line(&mut out, l));
     }
-    // `push_line` ends every line with a newline; the text's own last line may have had none.
-    if !text.ends_with('\n') {
-        out.pop();
-    }
+    // `push_line` ends every line with a newline, the split's last piece too (the empty one after a final newline,
+    // or a last line without one): the text joined its pieces with one newline fewer.
+    out.pop();
     (dropped > 0 && out.len() < text.len()).then_some(out)
 }
 
@@ -256,6 +255,16 @@ mod tests {
             "{out}"
         );
         assert!(out.len() * 3 < text.len(), "{out}");
+        // The text's end stays as it was: one final newline, or none.
+        assert!(
+            out.ends_with("#log_connections = off\n") || out.ends_with(")\n"),
+            "{out:?}"
+        );
+        assert!(!out.ends_with("\n\n"), "{out:?}");
+        let bare = compress_text(text.trim_end(), &Options::default())
+            .map(|c| c.text)
+            .unwrap_or_default();
+        assert!(!bare.ends_with('\n') && !bare.is_empty(), "{bare:?}");
     }
 
     #[test]
