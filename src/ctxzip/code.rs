@@ -37,10 +37,8 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
             continue;
         };
         let len = end - start;
-        let visible = (start..end).any(|j| {
-            let h = ctx.matcher.scan(lines[j].as_bytes());
-            h.keep || h.query != 0 || is_error_line(lines[j])
-        });
+        let visible = (start..end)
+            .any(|j| ctx.matcher.scan(lines[j].as_bytes()).holds() || is_error_line(lines[j]));
         if len >= MIN_BODY && !visible {
             hidden[start..end].iter_mut().for_each(|h| *h = true);
             marker_at[start] = Some((len, indent_of(content[start])));

@@ -121,8 +121,7 @@ fn held(line: &str, ctx: &Ctx) -> bool {
     if ctx.matcher.is_empty() {
         return false;
     }
-    let hits = ctx.matcher.scan(line.as_bytes());
-    hits.keep || hits.query != 0
+    ctx.matcher.scan(line.as_bytes()).holds()
 }
 
 /// A comment line (`# …`, `; …`), not a C preprocessor line, a Rust attribute (`#include`, `#[derive]`) or a
@@ -131,9 +130,7 @@ fn is_comment(t: &str) -> bool {
     const DIRECTIVES: [&str; 10] = [
         "#include", "#define", "#if", "#endif", "#else", "#elif", "#pragma", "#undef", "#[", "#!",
     ];
-    let numbered = t
-        .strip_prefix('#')
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    let numbered = super::regions::shared::after_frame_number(t).is_some();
     (t.starts_with('#') && !numbered && !DIRECTIVES.iter().any(|d| t.starts_with(d)))
         || t.starts_with(';')
 }

@@ -248,12 +248,8 @@ impl Features {
 /// A line of the Test Anything Protocol a test harness prints: a result (`ok 12 - parses fail10.json`, `not ok 3`)
 /// or the plan (`1..38`).
 fn is_tap_line(t: &str) -> bool {
-    let digits_then = |rest: &str| {
-        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
-        n > 0 && matches!(rest.as_bytes().get(n), None | Some(b' '))
-    };
-    if let Some(rest) = t.strip_prefix("not ok ").or_else(|| t.strip_prefix("ok ")) {
-        return digits_then(rest);
+    if super::regions::tap_number(t, "ok ") || super::regions::tap_number(t, "not ok ") {
+        return true;
     }
     t.strip_prefix("1..")
         .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))

@@ -213,6 +213,18 @@ pub(crate) fn object_members(b: &[u8], span: Span) -> Option<Vec<Member>> {
 }
 
 /// The content of a string span without quotes, when it has no escapes (the common case, zero-copy).
+/// The whole lines the value at `span` is written on: from the start of the line its first byte stands on (the key
+/// before it: `"error-ex": {`) to the end of the line its last byte closes (`},`). What the error floor counts when a
+/// value changes, since the floor keeps whole lines.
+pub(crate) fn lines_around(text: &str, span: Span) -> Option<&str> {
+    let start = text.get(..span.start)?.rfind('\n').map_or(0, |i| i + 1);
+    let end = text
+        .get(span.end..)?
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i);
+    text.get(start..end)
+}
+
 pub(crate) fn plain_str(text: &str, span: Span) -> Option<&str> {
     let inner = text.get(span.start + 1..span.end.checked_sub(1)?)?;
     (!inner.contains('\\')).then_some(inner)

@@ -8,7 +8,7 @@
 //! floor or a keep pattern must show as the exact line is written as `{"line": 272, "character": 23}`. The value is
 //! the same JSON, every key and string byte for byte; only whitespace between tokens changes.
 
-use super::jscan::{Span, array_items, object_members, scan_string, top_value};
+use super::jscan::{Span, array_items, lines_around, object_members, scan_string, top_value};
 use super::relevance::{Matcher, is_floor_line};
 
 /// The longest one-line form a container is folded into: about what fits on a reader's line.
@@ -69,12 +69,7 @@ fn write_value(
 /// stay a whole line of the result. That is the whole lines, from the start of the one its `{` stands on (the key
 /// before it: `"error-ex": {`) to the end of the one its `}` closes (`},`).
 fn may_fold(text: &str, span: Span, matcher: &Matcher) -> bool {
-    let (Some(before), Some(after)) = (text.get(..span.start), text.get(span.end..)) else {
-        return false;
-    };
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    let end = after.find('\n').map_or(text.len(), |i| span.end + i);
-    let Some(lines) = text.get(start..end) else {
+    let Some(lines) = lines_around(text, span) else {
         return false;
     };
     !lines.split('\n').any(is_floor_line) && !matcher.scan(lines.as_bytes()).keep

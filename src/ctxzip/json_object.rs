@@ -282,11 +282,8 @@ fn bulky(text: &str, span: Span, ctx: &Ctx) -> Option<(usize, Unit)> {
     if has_floor_word(raw) {
         return None;
     }
-    if !ctx.matcher.is_empty() {
-        let hits = ctx.matcher.scan(raw);
-        if hits.keep || hits.query != 0 {
-            return None;
-        }
+    if ctx.matcher.scan(raw).holds() {
+        return None;
     }
     match raw.first()? {
         b'{' => Some((object_members(text.as_bytes(), span)?.len(), Unit::Keys)),
@@ -348,11 +345,7 @@ fn is_empty(text: &str, m: &Member, ctx: &Ctx) -> bool {
     if is_floor_line(member) {
         return false;
     }
-    if ctx.matcher.is_empty() {
-        return true;
-    }
-    let hits = ctx.matcher.scan(member.as_bytes());
-    !hits.keep && hits.query == 0
+    !ctx.matcher.scan(member.as_bytes()).holds()
 }
 
 /// ` (null or empty: Cmd, Volumes, OnBuild, +3)`: the keys of the members [`is_empty`] took.

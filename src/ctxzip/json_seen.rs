@@ -17,7 +17,7 @@ use std::cell::{Cell, RefCell};
 
 use rustc_hash::FxHashMap as FastMap;
 
-use super::jscan::{Span, object_members, plain_str};
+use super::jscan::{Span, lines_around, object_members, plain_str};
 use super::relevance::{has_floor_word, is_floor_line};
 use super::{Ctx, Unit};
 
@@ -201,15 +201,7 @@ struct Shown {
 /// what comes before it on its first line and after it on its last included: those are the lines the floor
 /// counts.
 fn floor_lines(text: &str, span: Span) -> Vec<u64> {
-    let start = text
-        .get(..span.start)
-        .and_then(|before| before.rfind('\n'))
-        .map_or(0, |at| at + 1);
-    let end = text
-        .get(span.end..)
-        .and_then(|after| after.find('\n'))
-        .map_or(text.len(), |at| span.end + at);
-    text.get(start..end)
+    lines_around(text, span)
         .unwrap_or("")
         .split('\n')
         .map(|line| line.strip_suffix('\r').unwrap_or(line))

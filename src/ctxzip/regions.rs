@@ -474,7 +474,7 @@ fn opens_traceback(line: &str) -> bool {
 }
 
 /// Whether `t` is a TAP result opening with `word` (`ok `, `not ok `) and its number: `ok 12 - name`, `not ok 3`.
-fn tap_number(t: &str, word: &str) -> bool {
+pub(crate) fn tap_number(t: &str, word: &str) -> bool {
     t.strip_prefix(word).is_some_and(|rest| {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         digits > 0 && matches!(rest.as_bytes().get(digits), None | Some(b' '))

@@ -200,6 +200,13 @@ pub(crate) struct Hits {
     pub query: u32,
 }
 
+impl Hits {
+    /// A keep-pattern or a query hit: what holds a line, a member or a body where it stands.
+    pub(crate) fn holds(&self) -> bool {
+        self.keep || self.query != 0
+    }
+}
+
 /// A query term matching more lines than this may still be selective; above it, see [`selective_terms`].
 const MIN_COMMON_HITS: usize = 8;
 

@@ -48,7 +48,7 @@ fn unnumbered(line: &str) -> &str {
 
 /// What follows a frame's `#N` (` 0x55e1e1709881 in f file.c:847` of `    #3 0x55e1e1709881 in f file.c:847`), `None`
 /// for a line that does not open with one.
-pub(super) fn after_frame_number(line: &str) -> Option<&str> {
+pub(crate) fn after_frame_number(line: &str) -> Option<&str> {
     let rest = line.trim_start().strip_prefix('#')?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     (digits > 0).then(|| &rest[digits..])
