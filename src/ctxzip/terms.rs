@@ -65,17 +65,42 @@ fn stages(command: &str) -> Vec<&str> {
 
 /// A shell command line without the words each stage opens with that name the program and its subcommands:
 /// bare words (letters, digits, `-`, `_`, `:`; not a flag) from the stage's start, up to the first other word,
-/// or through a searcher's name ([`SEARCHERS`]), whose next word is its pattern.
+/// or through a searcher's name ([`SEARCHERS`]), whose next word is its pattern. Three more say how and where a
+/// program runs, not what the agent looks for, and their words stand all over what it prints: a stage that only
+/// changes directory (`cd /testbed`: every path of a traceback under it), the environment set before a program
+/// (`RUST_BACKTRACE=1 cargo test`), and the program named another way — by its path (`venv/bin/python`) or as a
+/// Python module (`python -m pytest`: `_pytest` frames, `@pytest.mark` lines).
 fn without_program_words(command: &str) -> String {
     let mut out = String::with_capacity(command.len());
     for stage in stages(command) {
+        let mut words = stage.split_whitespace().peekable();
+        if words.peek().is_some_and(|w| matches!(*w, "cd" | "pushd")) {
+            out.push('\n');
+            continue;
+        }
         let mut skipping = true;
-        for word in stage.split_whitespace() {
-            let bare = !word.starts_with('-')
-                && word
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':'));
-            if skipping && bare {
+        let mut first = true;
+        let mut python = false;
+        while let Some(word) = words.next() {
+            let at_start = std::mem::replace(&mut first, false);
+            if skipping && is_assignment(word) {
+                first = at_start;
+                continue;
+            }
+            if at_start {
+                let program = word.rsplit('/').next().unwrap_or(word);
+                python = is_python(program);
+                if word.contains('/') && (python || is_bare(program)) {
+                    continue;
+                }
+            }
+            if python && word == "-m" {
+                // The module is the program; its subcommands follow (`python -m pip install`).
+                words.next();
+                skipping = true;
+                continue;
+            }
+            if skipping && is_bare(word) {
                 skipping = !SEARCHERS.contains(&word);
                 continue;
             }
@@ -94,6 +119,37 @@ fn without_program_words(command: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A word that may name a program or subcommand: letters, digits, `-`, `_`, `:`, and not a flag.
+fn is_bare(word: &str) -> bool {
+    !word.is_empty()
+        && !word.starts_with('-')
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':'))
+}
+
+/// An environment variable set for the program (`RUST_BACKTRACE=1`, `PYTHONPATH=src`): a name of capitals,
+/// digits and `_`, then `=`.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        name.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    })
+}
+
+/// A Python interpreter's name: `python`, `python3`, `python3.11`, `pypy3`.
+fn is_python(program: &str) -> bool {
+    ["python", "pypy"].iter().any(|p| {
+        program
+            .strip_prefix(p)
+            .is_some_and(|v| v.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+    })
 }
 
 /// Terms from a user message or tool arguments: lowercase words of at least 3 characters, identifiers
@@ -687,13 +743,25 @@ mod tests {
         );
         assert_eq!(
             terms(r#"{"command": "cd /testbed && python -m pytest tests/test_api.py -k timeout"}"#),
-            vec![
-                "testbed",
-                "pytest",
-                "tests/test_api.py",
-                "test_api.py",
-                "timeout"
-            ]
+            vec!["tests/test_api.py", "test_api.py", "timeout"]
+        );
+        // How and where a program runs: its directory, its environment, its path, Python's `-m`.
+        assert_eq!(
+            terms(r#"{"command": "cd /testbed; RUST_BACKTRACE=1 cargo test --test parse_header"}"#),
+            vec!["parse_header"]
+        );
+        assert_eq!(
+            terms(r#"{"command": "/srv/venv/bin/python3.11 -m pip install -e src/pkg"}"#),
+            vec!["src/pkg", "pkg"]
+        );
+        assert_eq!(
+            terms(r#"{"command": "PYTHONPATH=src python -X importtime reproduce.py"}"#),
+            vec!["importtime", "reproduce.py"]
+        );
+        // A script the agent runs by its path is what it looks at; a lowercase `name=value` is an argument.
+        assert_eq!(
+            terms(r#"{"command": "./reproduce.py level=debug"}"#),
+            vec!["reproduce.py", "level", "debug"]
         );
         // A searcher's pattern is what the agent looks for.
         assert_eq!(
