@@ -209,9 +209,17 @@ pub(crate) fn compress_container(
     } else {
         None
     };
+    // A row after the summary element keeps its index as a path step only when the dropped rows are one run
+    // where that element stands: the model then counts to it (the rows before, plus `dropped`). After rows
+    // dropped from several places, the count no longer says which index a row had.
+    let one_run = marks
+        .iter()
+        .skip_while(|m| **m != Mark::Drop)
+        .skip_while(|m| **m == Mark::Drop)
+        .all(|m| *m != Mark::Drop);
     let mut gap_before = false;
     for (i, e) in elems.iter().enumerate() {
-        gap_before |= i > 0 && marks[i - 1] == Mark::Drop;
+        gap_before |= !one_run && i > 0 && marks[i - 1] == Mark::Drop;
         if marks[i] == Mark::Drop && summary.is_none() {
             continue;
         }

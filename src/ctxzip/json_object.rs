@@ -509,6 +509,47 @@ mod tests {
         assert_eq!(v["again"]["_same_as"], ".latest", "{out}");
     }
 
+    #[test]
+    fn a_row_after_one_run_of_dropped_rows_is_referred_to_by_its_index() {
+        // Mocha's JSON reporter: every test under `tests`, each failure again under `failures`.
+        let test = |i: usize, failing: bool| {
+            let mut t = serde_json::json!({"title": format!("normalizes case {i}"),
+                "fullTitle": format!("normalizeLink normalizes case {i} of the table"),
+                "file": "/srv/app/test/url.test.js", "duration": i % 3, "currentRetry": 0});
+            t["err"] = if failing {
+                serde_json::json!({"message": format!("Expected values to be strictly equal: {i} !== 5"),
+                    "stack": format!("Expected values to be strictly equal: {i} !== 5\n    at Context.<anonymous> \
+                        (test/url.test.js:{i}:12)\n    at process.processImmediate (node:internal/timers:483:21)"),
+                    "code": "ERR_ASSERTION", "operator": "strictEqual"})
+            } else {
+                serde_json::json!({})
+            };
+            t
+        };
+        let report = |failing_middle: bool| {
+            let tests: Vec<_> = (0..40)
+                .map(|i| test(i, i >= 38 || (failing_middle && i == 20)))
+                .collect();
+            let doc =
+                serde_json::json!({"tests": tests, "failures": [test(38, true), test(39, true)]});
+            let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            let out = run(&text).unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+            (v, out)
+        };
+        // Rows dropped from one place: the last test is `.tests[39]` to a reader who counts the rows before the
+        // summary element and its `dropped`, so its copy points there.
+        let (v, out) = report(false);
+        let shown = v["tests"].as_array().map_or(0, Vec::len);
+        assert_eq!(v["tests"][shown - 3]["dropped"], 40 - (shown - 1), "{out}");
+        assert_eq!(v["failures"][0]["_same_as"], ".tests[38]", "{out}");
+        assert_eq!(v["failures"][1]["_same_as"], ".tests[39]", "{out}");
+        // Rows dropped before and after a failing row kept between them: no count tells the last rows' indices.
+        let (v, out) = report(true);
+        assert_eq!(v["failures"][1], test(39, true), "{out}");
+        assert!(!out.contains("_same_as"), "{out}");
+    }
+
     /// A container's state as `docker inspect` prints it: the members that hold nothing go behind one member whose
     /// note names them; one on a floor line (`"Error": ""`) and one the task names stay where they are.
     #[test]

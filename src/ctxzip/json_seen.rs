@@ -32,8 +32,8 @@ const UNADDRESSABLE: &str = "[?]";
 pub(crate) enum Step<'a> {
     Key(&'a str),
     Index(usize),
-    /// An element after rows that went behind a marker: its index in the original is not one the model can count
-    /// to, so nothing in it is pointed to.
+    /// An element after rows that went behind a marker from more than one place: its index in the original is
+    /// not one the model can count to, so nothing in it is pointed to.
     Unaddressable,
 }
 
