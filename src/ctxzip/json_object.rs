@@ -367,8 +367,9 @@ fn empty_note(text: &str, members: &[Member], empty: &[bool]) -> String {
     note
 }
 
-/// A record with at least this many link members (`*_url` keys holding URLs) has them offloaded.
-const LINKS_MIN: usize = 4;
+/// A record with at least this many link members (`*_url` keys holding URLs) has them offloaded: three URLs cost
+/// more tokens than the one member that stands for them.
+const LINKS_MIN: usize = 3;
 /// The member that stands for an object's offloaded links.
 const LINKS_KEY: &str = "\"ctxzip_links\"";
 
@@ -693,6 +694,29 @@ mod tests {
             find_markers(v["ctxzip_links"].as_str().unwrap_or_default()),
             vec![("0123456789ab".to_string(), "8_keys_offloaded".to_string())]
         );
+        // A package index's record: three links already cost more than the member that stands for them; two stay.
+        let record = |links: &[&str]| {
+            let mut r = serde_json::json!({"id": 42, "name": "time_cache", "version": "1.19.6",
+                "url": "http://127.0.0.1:5055/api/packages/time_cache", "summary": "Time caches for humans",
+                "description": "A cache whose entries expire after a time to live. ".repeat(6)});
+            for k in links {
+                r[format!("{k}_url")] =
+                    format!("http://127.0.0.1:8089/{k}/time_cache/1.19.6/index.html").into();
+            }
+            r
+        };
+        let doc = serde_json::json!({"three": record(&["docs", "releases", "tarball"]),
+            "two": record(&["docs", "tarball"]), "padding": "x".repeat(600)});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let out = run(&text).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert!(v["three"].get("docs_url").is_none(), "{out}");
+        assert_eq!(
+            find_markers(v["three"]["ctxzip_links"].as_str().unwrap_or_default()).len(),
+            1,
+            "{out}"
+        );
+        assert_eq!(v["two"], record(&["docs", "tarball"]), "{out}");
     }
 
     #[test]
