@@ -25,6 +25,9 @@ const MAX_OTHER_PER_20: usize = 1;
 const MIN_RUN: usize = 2;
 /// A marker names at most this many of the commented-out settings behind it, then counts the rest.
 const NAMED: usize = 3;
+/// At most one comment line in this many has an error word: a configuration's commentary explains options, while
+/// a test harness's `#` lines (prove's `#   Failed test`, `# Error: syntax error at …`) are its diagnostics.
+const MAX_DIAGNOSTIC_COMMENTS_PER_10: usize = 10;
 /// Longer lines are no setting (a setting is a key and a value, perhaps a short comment after them).
 const MAX_SETTING_LINE: usize = 240;
 
@@ -43,6 +46,7 @@ pub(crate) fn is_config(text: &str) -> bool {
         return false;
     }
     let (mut nonblank, mut comments, mut other) = (0usize, 0usize, 0usize);
+    let mut diagnostics = 0usize;
     for line in text.split('\n') {
         let t = line.trim();
         if t.is_empty() {
@@ -51,6 +55,7 @@ pub(crate) fn is_config(text: &str) -> bool {
         nonblank += 1;
         if is_comment(t) {
             comments += 1;
+            diagnostics += usize::from(is_floor_line(line));
         } else if !is_setting(t) {
             other += 1;
             // A log or a program's output fails here within its first lines.
@@ -62,6 +67,7 @@ pub(crate) fn is_config(text: &str) -> bool {
     nonblank >= MIN_LINES
         && comments * 100 >= nonblank * MIN_COMMENT_PERCENT
         && other * 20 <= nonblank * MAX_OTHER_PER_20
+        && diagnostics * MAX_DIAGNOSTIC_COMMENTS_PER_10 <= comments
 }
 
 /// Compresses a configuration file ([`is_config`]): comment runs behind markers, everything else as it is.
@@ -312,6 +318,21 @@ mod tests {
         assert!(!is_config(&format!(
             "==1==ERROR: LeakSanitizer: detected memory leaks\n\n{frames}"
         )));
+        // A Perl test's diagnostics under prove: `#` lines, most of them with an error word, and a few lines of
+        // the harness's own, which read like settings (`Failed 64/64 subtests`).
+        let mut prove = String::from("t/10_base.t .. \n");
+        for k in 0..40 {
+            prove.push_str(&format!(
+                "# Global symbol \"$sep\" requires explicit package name at lib/Text/CSV_PP.pm line {k}.\n"
+            ));
+            if k % 4 == 0 {
+                prove.push_str(&format!(
+                    "#   Failed test 'use Text::CSV;'\n#   at t/1{k}_base.t line 10.\n"
+                ));
+            }
+        }
+        prove.push_str("Dubious, test returned 255 (wstat 65280, 0xff00)\nFailed 64/64 subtests\n");
+        assert!(!is_config(&prove));
         // Too short to be worth it.
         assert!(!is_config("# a\n# b\nkey = 1\n"));
     }
