@@ -551,10 +551,10 @@ fn ends<'r, 't: 'r>(
     budget: usize,
 ) -> impl Iterator<Item = usize> + 'r {
     let mut used = 0;
-    let mut last_word: Option<&'t str> = None;
+    let mut last_word: Option<RunKey<'t>> = None;
     order.enumerate().map_while(move |(k, i)| {
         used += recs[i].text.len().min(render::LINE_HEAD) + 1;
-        let word = lead_word(recs[i].text);
+        let word = run_key(recs[i].text);
         let in_run = word.is_some() && word == last_word;
         last_word = word;
         (k < MIN_END_LINES || used <= budget || in_run).then_some(i)
@@ -584,6 +584,21 @@ const MIN_RUN: usize = 8;
 const RUN_FIRST: usize = 3;
 const RUN_LAST: usize = 2;
 
+/// What makes lines one run for [`thin_runs`] and [`ends`]: the word they begin with ([`lead_word`]), or, for lines
+/// that begin with none, that each reports a test that passed ([`regions::reports_pass`]: pytest's
+/// `tests/test_cli.py::test_help PASSED`, prove's `t/10_base.t ...... ok`, Mocha's `✓ adds a tag`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunKey<'t> {
+    Word(&'t str),
+    Pass,
+}
+
+fn run_key(line: &str) -> Option<RunKey<'_>> {
+    lead_word(line)
+        .map(RunKey::Word)
+        .or_else(|| regions::reports_pass(line).then_some(RunKey::Pass))
+}
+
 /// Log levels: lines that begin with one each say something of their own (a program's debug trace), unlike
 /// chatter.
 const LEVEL_WORDS: [&str; 8] = [
@@ -609,12 +624,12 @@ fn thin_runs(recs: &[Rec<'_>], keep: &mut [bool]) {
     let n = recs.len();
     let mut i = 0;
     while i < n {
-        let Some(word) = lead_word(recs[i].text).filter(|_| keep[i]) else {
+        let Some(word) = run_key(recs[i].text).filter(|_| keep[i]) else {
             i += 1;
             continue;
         };
         let mut end = i + 1;
-        while end < n && keep[end] && lead_word(recs[end].text) == Some(word) {
+        while end < n && keep[end] && run_key(recs[end].text) == Some(word) {
             end += 1;
         }
         if end - i >= MIN_RUN {

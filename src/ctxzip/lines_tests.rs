@@ -624,6 +624,49 @@ fn a_run_of_lines_saying_one_thing_keeps_its_first_and_last_few() {
 }
 
 #[test]
+fn a_run_of_passing_tests_keeps_its_first_and_last_few() {
+    // prove --timer: each test file's line begins with a clock, so no word makes the run; that each passed does.
+    let mut text = String::from("# PERL_TEXT_CSV: undef\n");
+    for i in 0..30 {
+        text.push_str(&format!(
+            "[12:21:{i:02}] t/{i:02}_case.t ......... ok       68 ms ( 0.00 usr  0.00 sys +  0.07 cusr  0.00 csys =  0.07 CPU)\n"
+        ));
+    }
+    text.push_str("[12:21:44]\nAll tests successful.\nFiles=30, Tests=5237, 19 wallclock secs\nResult: PASS\n");
+    let out = super::super::logs::compress(&text, &ctx(&[], &[]), &mut Tally::default())
+        .unwrap_or_default();
+    for kept in [
+        "t/00_case.t",
+        "t/02_case.t",
+        "t/28_case.t",
+        "t/29_case.t",
+        "Result: PASS",
+    ] {
+        assert!(out.contains(kept), "{kept}: {out}");
+    }
+    for dropped in ["t/03_case.t", "t/15_case.t", "t/27_case.t"] {
+        assert!(!out.contains(dropped), "{dropped}: {out}");
+    }
+    // pytest -v, whose lines begin with a path.
+    let mut text =
+        String::from("============ test session starts ============\ncollected 30 items\n\n");
+    for i in 0..30 {
+        text.push_str(&format!(
+            "tests/test_format.py::test_case_{i} PASSED {:>24}\n",
+            format!("[{:3}%]", (i + 1) * 100 / 30)
+        ));
+    }
+    text.push_str("\n============ 30 passed in 0.41s ============\n");
+    let out = super::super::logs::compress(&text, &ctx(&[], &[]), &mut Tally::default())
+        .unwrap_or_default();
+    assert!(
+        out.contains("test_case_0 PASSED") && out.contains("test_case_29 PASSED"),
+        "{out}"
+    );
+    assert!(!out.contains("test_case_14 PASSED"), "{out}");
+}
+
+#[test]
 fn a_kept_line_of_a_git_log_keeps_its_commit_line() {
     let mut text = String::new();
     for i in 0..60 {

@@ -867,6 +867,23 @@ pub(crate) fn reports_pass(line: &str) -> bool {
         || t.split_once(" PASSED ").is_some_and(|(_, progress)| {
             progress.trim_start().starts_with('[') && progress.ends_with("%]")
         })
+        || prove_file_passed(t)
+}
+
+/// prove's line for a test file that passed: `t/10_base.t .............. ok`, with `--timer` a clock before it and
+/// the time it took after (`[12:21:06] t/10_base.t ...... ok       75 ms ( 0.00 usr … CPU)`).
+fn prove_file_passed(t: &str) -> bool {
+    let t = match t.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((clock, rest)) if clock.bytes().all(|b| b.is_ascii_digit() || b == b':') => rest,
+        _ => t,
+    };
+    t.split_once(" ..").is_some_and(|(file, rest)| {
+        !file.contains(' ')
+            && rest
+                .trim_start_matches('.')
+                .strip_prefix(" ok")
+                .is_some_and(|after| after.is_empty() || after.starts_with(' '))
+    })
 }
 
 /// A JVM, JS, .NET or Ruby stack frame (`t` trimmed at its start).
