@@ -20,7 +20,9 @@ const MIN_LINE_RUN: usize = 3;
 #[derive(Default)]
 pub(crate) struct Shown<'a> {
     frames: HashSet<&'a [&'a str]>,
-    /// Numbered frames shown so far, each without its number ([`Frames::Numbered`]).
+    /// One-line frames shown so far, each as a reader compares them: without its indentation, which RSpec deepens
+    /// from its tenth failure on (`  10) …` indents its block one more), and a numbered frame without its number
+    /// ([`Frames::Numbered`]).
     numbered: HashSet<&'a str>,
 }
 
@@ -32,7 +34,8 @@ pub(crate) enum Frames {
     /// pytest's short entries: a `path:line: in f` location and the lines indented under it (the source line,
     /// Python's carets).
     Entries,
-    /// One line each (`at …` frames of the JVM, Node, .NET).
+    /// One line each (`at …` frames of the JVM, Node, .NET; Ruby's `# ./lib/x.rb:3:in …`), compared without
+    /// their indentation.
     Lines,
     /// One line each, numbered from the top of its own stack (a sanitizer's `#3 0x55e1e1709881 in f file.c:847`):
     /// compared without the number, since the stack that allocated the memory reaches the same callers at other
@@ -87,6 +90,7 @@ impl<'a> Shown<'a> {
             .iter()
             .map(|u| match kind {
                 Frames::Numbered => self.numbered.contains(unnumbered(lines[at(u).start])),
+                Frames::Lines => self.numbered.contains(lines[at(u).start].trim()),
                 _ => self.frames.contains(&lines[at(u)]),
             })
             .collect();
@@ -118,6 +122,9 @@ impl<'a> Shown<'a> {
                 match kind {
                     Frames::Numbered => {
                         self.numbered.insert(unnumbered(lines[span.start]));
+                    }
+                    Frames::Lines => {
+                        self.numbered.insert(lines[span.start].trim());
                     }
                     _ => {
                         self.frames.insert(&lines[span]);
@@ -309,6 +316,26 @@ mod tests {
         let (keep, repeated) = run(&[(first, Frames::Lines), (second, Frames::Lines)]);
         assert_eq!(keep[6..], [true, true, true, false, false, false]);
         assert_eq!(repeated[6..], [false, false, false, true, true, true]);
+    }
+
+    #[test]
+    fn one_line_frames_are_compared_without_their_indentation() {
+        // RSpec indents a failure's block one column deeper from its tenth failure on (`  10) …`).
+        let ninth: &[&str] = &[
+            "     # ./lib/hashie/dash.rb:222:in `fail_property_required_error!'",
+            "     # ./lib/hashie/dash.rb:218:in `assert_property_required!'",
+            "     # ./lib/hashie/dash.rb:132:in `[]='",
+            "     # ./spec/hashie/dash_spec.rb:99:in `block (3 levels) in <top (required)>'",
+        ];
+        let tenth: &[&str] = &[
+            "      # ./lib/hashie/dash.rb:222:in `fail_property_required_error!'",
+            "      # ./lib/hashie/dash.rb:218:in `assert_property_required!'",
+            "      # ./lib/hashie/dash.rb:132:in `[]='",
+            "      # ./spec/hashie/dash_spec.rb:131:in `block (3 levels) in <top (required)>'",
+        ];
+        let (keep, repeated) = run(&[(ninth, Frames::Lines), (tenth, Frames::Lines)]);
+        assert_eq!(keep[4..], [false, false, false, true]);
+        assert_eq!(repeated[4..], [true, true, true, false]);
     }
 
     #[test]
