@@ -48,6 +48,9 @@ pub fn detect(text: &str) -> Kind {
     // (`python -X importtime`'s `import time:` reads as an import statement), not source.
     // Nor is a TAP stream (`prove -v`), whose `# …` diagnostics under each `ok 12 - name` read as comments.
     // Nor is an Erlang node's log, whose reports are Erlang terms.
+    // Nor are a one-file search's hits (`grep -n indent src/emitter.c`): numbered source lines, but numbers that
+    // jump from hit to hit, where a view's follow each other. Its hits go as a log's lines do, head, tail and the
+    // lines the query picks.
     // Nor is a value printed by its runtime (`console.log` of a nested object, whose keys and literals read as a JS
     // object literal): what it shows of nested values (`[Object]`, `Map(25) {`) no source holds.
     let not_source = f.diff_files > 0
@@ -55,7 +58,8 @@ pub fn detect(text: &str) -> Kind {
         || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8)
         || reads_as_printout(f.inspected, f.nonempty)
         || (f.tap >= 3 && f.tap * 10 >= f.nonempty)
-        || f.otp_reports >= 2;
+        || f.otp_reports >= 2
+        || (f.grep_numbered * 10 >= f.nonempty * 6 && f.grep_jumps * 5 >= f.grep_numbered);
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
         && f.errors * 10 < f.nonempty
@@ -151,6 +155,10 @@ struct Features {
     json_records: usize,
     /// Lines that open with the sample's most common label ([`label`]: `import time:`, `debug1:`).
     labelled: usize,
+    /// Lines that open as a one-file `grep -n` prints them ([`grep_line_number`]: `86:yaml_emitter_…`, and `87-…`
+    /// for `-A`/`-B` context), and of those the ones whose number does not follow the previous one's.
+    grep_numbered: usize,
+    grep_jumps: usize,
     /// A TAP stream's result and plan lines ([`is_tap_line`]: Perl's `prove`, node-tap, Bats).
     tap: usize,
     /// Erlang/OTP logger report headers ([`is_otp_report_header`]).
@@ -172,6 +180,7 @@ impl Features {
         // the output's.
         let mut in_harness_note = false;
         let mut labels: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut last_grep_number: Option<u32> = None;
         for (i, line) in lines.iter().enumerate() {
             let line = line.trim_end_matches('\r');
             if line.trim().is_empty() {
@@ -218,6 +227,11 @@ impl Features {
                 }
                 None => line,
             };
+            if let Some(n) = grep_line_number(line) {
+                f.grep_numbered += 1;
+                f.grep_jumps += usize::from(last_grep_number.is_some_and(|last| n != last + 1));
+                last_grep_number = Some(n);
+            }
             if docstring.get(i).copied().unwrap_or(false) || is_code_like(content) {
                 f.code += 1;
             }
@@ -342,6 +356,15 @@ pub(crate) fn search_path(line: &str) -> Option<&str> {
 }
 
 /// The content after a `cat -n` / `nl` style line number (`   12\t…`, `12: …`, `12| …`).
+/// The line number a one-file `grep -n` opens a line with: digits, then `:` for a hit or `-` for a context line.
+fn grep_line_number(line: &str) -> Option<u32> {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 7 || !matches!(line.as_bytes().get(digits), Some(b':' | b'-')) {
+        return None;
+    }
+    line[..digits].parse().ok()
+}
+
 pub(crate) fn strip_line_number(line: &str) -> Option<&str> {
     let t = line.trim_start_matches(' ');
     let digits = t.bytes().take_while(|c| c.is_ascii_digit()).count();
@@ -770,6 +793,19 @@ mod tests {
         let numbered =
             "     1\tuse std::io;\n     2\t\n     3\tfn main() {\n     4\t    run();\n     5\t}\n";
         assert_eq!(detect(numbered), Kind::Code);
+        // One file's search hits: numbered source lines whose numbers jump from hit to hit. The whole file printed
+        // with grep's numbers (`grep -n '' f`) is still a view.
+        let hits = "86:yaml_emitter_increase_indent(yaml_emitter_t *emitter,\n87-        int flow, int indentless);\n\
+                    220:yaml_emitter_write_indent(yaml_emitter_t *emitter);\n\
+                    225:        int is_whitespace, int is_indention);\n\
+                    403:yaml_emitter_increase_indent(yaml_emitter_t *emitter,\n404-        int flow, int indentless)\n\
+                    406:    if (!PUSH(emitter, emitter->indents, emitter->indent))\n\
+                    412:        emitter->indent = (flow ? emitter->best_indent : 0);\n";
+        assert_ne!(detect(hits), Kind::Code);
+        let whole: String = (1..=8)
+            .map(|n| format!("{n}:    let x{n} = compute({n});\n"))
+            .collect();
+        assert_eq!(detect(&format!("fn main() {{\n{whole}}}\n")), Kind::Code);
         let log = "   Compiling a v1\n   Compiling b v1\n    Finished dev\n";
         assert_eq!(detect(log), Kind::Log);
         assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
