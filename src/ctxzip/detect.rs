@@ -48,6 +48,7 @@ pub fn detect(text: &str) -> Kind {
     // (`python -X importtime`'s `import time:` reads as an import statement), not source.
     // Nor is a TAP stream (`prove -v`), whose `# …` diagnostics under each `ok 12 - name` read as comments.
     // Nor is an Erlang node's log, whose reports are Erlang terms.
+    // Nor is an Ansible run, whose `ok: [web-1] => {"changed": false, …}` results read as object literals.
     // Nor are a one-file search's hits (`grep -n indent src/emitter.c`): numbered source lines, but numbers that
     // jump from hit to hit, where a view's follow each other. Its hits go as a log's lines do, head, tail and the
     // lines the query picks.
@@ -59,6 +60,7 @@ pub fn detect(text: &str) -> Kind {
         || reads_as_printout(f.inspected, f.nonempty)
         || (f.tap >= 3 && f.tap * 10 >= f.nonempty)
         || f.otp_reports >= 2
+        || f.play_banners >= 2
         || (f.grep_numbered * 10 >= f.nonempty * 6 && f.grep_jumps * 5 >= f.grep_numbered);
     if f.numbered * 10 >= f.nonempty * 6
         && f.code * 10 >= f.nonempty * 3
@@ -163,6 +165,8 @@ struct Features {
     tap: usize,
     /// Erlang/OTP logger report headers ([`is_otp_report_header`]).
     otp_reports: usize,
+    /// Ansible's banners ([`is_play_banner`]: `TASK [Render environment file] ****`).
+    play_banners: usize,
     /// Lines only a runtime's printout of a value has ([`is_inspected`]: Node's `roles: [Array]`, `Map(25) {`).
     inspected: usize,
     /// How many non-empty lines came before the first diff header (`diff --git`, `--- `, `Index: `).
@@ -249,6 +253,9 @@ impl Features {
             }
             if is_tap_line(t) {
                 f.tap += 1;
+            }
+            if is_play_banner(t) {
+                f.play_banners += 1;
             }
             if is_otp_report_header(t) {
                 f.otp_reports += 1;
@@ -562,6 +569,15 @@ pub(crate) fn is_log_like(line: &str) -> bool {
 /// The header of an Erlang/OTP logger report (`=CRASH REPORT==== 5-Dec-2026::07:37:03.711030 ===`, `=ERROR
 /// REPORT====`, `=PROGRESS REPORT====`): what an Erlang or Elixir node logs, each report's body an Erlang term
 /// whose brackets and commas read as source.
+/// A banner of an Ansible run: `PLAY [Web servers] ****…`, `TASK [Create release directories] ****…`,
+/// `RUNNING HANDLER [restart nginx] ****…`, `PLAY RECAP ****…`.
+fn is_play_banner(t: &str) -> bool {
+    ["PLAY [", "TASK [", "RUNNING HANDLER [", "PLAY RECAP "]
+        .iter()
+        .any(|p| t.starts_with(p))
+        && t.ends_with("***")
+}
+
 fn is_otp_report_header(t: &str) -> bool {
     t.strip_prefix('=')
         .and_then(|rest| rest.split_once(" REPORT===="))
@@ -806,6 +822,25 @@ mod tests {
             .map(|n| format!("{n}:    let x{n} = compute({n});\n"))
             .collect();
         assert_eq!(detect(&format!("fn main() {{\n{whole}}}\n")), Kind::Code);
+        // An Ansible run: its results read as object literals, its banners say what it is.
+        let mut play =
+            String::from("PLAY [Prepare shelf hosts] ***********************************\n\n");
+        for task in [
+            "Create release directories",
+            "Render environment file",
+            "Install health check script",
+        ] {
+            play.push_str(&format!(
+                "TASK [{task}] ***********************************\n"
+            ));
+            for host in ["web-1", "web-2", "db-1"] {
+                play.push_str(&format!(
+                    "ok: [{host}] => {{\"changed\": false, \"gid\": 0, \"group\": \"root\", \"mode\": \"0755\"}}\n"
+                ));
+            }
+            play.push('\n');
+        }
+        assert_ne!(detect(&play), Kind::Code);
         let log = "   Compiling a v1\n   Compiling b v1\n    Finished dev\n";
         assert_eq!(detect(log), Kind::Log);
         assert_eq!(detect("alpha\nbeta\ngamma\n"), Kind::Lines);
