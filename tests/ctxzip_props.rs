@@ -144,6 +144,12 @@ fn line() -> impl Strategy<Value = String> {
             if closed { "\n  ..." } else { "" }
         )),
         1 => "[\\[\\]{}\",:0-9a-z ]{0,40}",
+        // Lines that begin with no word but each report a pass; a one-file grep's numbered hits; an Ansible run's
+        // banners and results.
+        1 => (0u32..60).prop_map(|n| format!("[12:21:{n:02}] t/{n:02}_case.t ......... ok       68 ms")),
+        1 => (1u32..900).prop_map(|n| format!("{n}:    if (!emitter->indent) return {n};")),
+        1 => "(PLAY|TASK) \\[[a-z ]{1,20}\\] \\*{10,40}",
+        1 => (0u32..9).prop_map(|n| format!("ok: [web-{n}] => {{\"changed\": false, \"mode\": \"0755\"}}")),
     ]
 }
 

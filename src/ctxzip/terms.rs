@@ -91,6 +91,8 @@ fn without_program_words(command: &str) -> String {
                 let program = word.rsplit('/').next().unwrap_or(word);
                 python = is_python(program);
                 if word.contains('/') && (python || is_bare(program)) {
+                    // A searcher named by its path still looks for its next word (`/usr/bin/grep -rn poll_frame`).
+                    skipping = !SEARCHERS.contains(&program);
                     continue;
                 }
             }
@@ -757,6 +759,10 @@ mod tests {
         assert_eq!(
             terms(r#"{"command": "PYTHONPATH=src python -X importtime reproduce.py"}"#),
             vec!["importtime", "reproduce.py"]
+        );
+        assert_eq!(
+            terms(r#"{"command": "/usr/bin/grep poll_frame src/"}"#),
+            vec!["poll_frame", "src"]
         );
         // A script the agent runs by its path is what it looks at; a lowercase `name=value` is an argument.
         assert_eq!(
