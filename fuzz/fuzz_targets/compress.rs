@@ -24,6 +24,7 @@ fuzz_target!(|data: &[u8]| {
         compress_code: data.first().is_some_and(|b| b & 4 == 4),
         notes: data.first().is_some_and(|b| b & 8 == 8),
         viewed_source: data.first().is_some_and(|b| b & 16 == 16),
+        fetched: data.first().is_some_and(|b| b & 32 == 32),
     };
     let Some(c) = compress(text, &opts) else {
         return;
