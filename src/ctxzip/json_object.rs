@@ -163,11 +163,13 @@ fn compress_object(
             members.iter().map(|m| is_link(text, m)).collect(),
             LINKS_MIN,
             LINKS_KEY,
+            false,
         ),
         Group::new(
             members.iter().map(|m| is_empty(text, m, ctx)).collect(),
             EMPTY_MIN,
             EMPTY_KEY,
+            true,
         ),
     ];
     let mut prev_end = span.start;
@@ -188,7 +190,7 @@ fn compress_object(
                 out.push_str(group.key);
                 out.push_str(text.get(m.key.end..m.value.start)?);
                 let mut value = ctx.marker(group.count, Unit::Keys);
-                if group.key == EMPTY_KEY {
+                if group.names {
                     value.push_str(&empty_note(text, &members, &group.members));
                 }
                 out.push_str(&serde_json::to_string(&value).ok()?);
@@ -299,17 +301,20 @@ struct Group {
     count: usize,
     applies: bool,
     key: &'static str,
+    /// Its marker's note names the members (`(null or empty: Binds, ContainerIDFile, …)`).
+    names: bool,
     written: bool,
 }
 
 impl Group {
-    fn new(members: Vec<bool>, min: usize, key: &'static str) -> Self {
+    fn new(members: Vec<bool>, min: usize, key: &'static str, names: bool) -> Self {
         let count = members.iter().filter(|m| **m).count();
         Group {
             members,
             count,
             applies: count >= min,
             key,
+            names,
             written: false,
         }
     }

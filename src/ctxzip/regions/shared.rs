@@ -22,8 +22,8 @@ pub(crate) struct Shown<'a> {
     frames: HashSet<&'a [&'a str]>,
     /// One-line frames shown so far, each as a reader compares them: without its indentation, which RSpec deepens
     /// from its tenth failure on (`  10) …` indents its block one more), and a numbered frame without its number
-    /// ([`Frames::Numbered`]).
-    numbered: HashSet<&'a str>,
+    /// ([`Frames::Numbered`]): [`one_line_key`].
+    one_line: HashSet<&'a str>,
 }
 
 /// How a stack's lines divide into frames.
@@ -41,6 +41,15 @@ pub(crate) enum Frames {
     /// compared without the number, since the stack that allocated the memory reaches the same callers at other
     /// depths than the one that touched it.
     Numbered,
+}
+
+/// A one-line frame as it is compared with those shown above: a numbered one without its number ([`unnumbered`]),
+/// any other without its indentation.
+fn one_line_key(kind: Frames, line: &str) -> &str {
+    match kind {
+        Frames::Numbered => unnumbered(line),
+        _ => line.trim(),
+    }
 }
 
 /// A numbered frame without its number: `0x55e1e1709881 in f file.c:847` of `    #3 0x55e1e1709881 in f file.c:847`.
@@ -89,9 +98,10 @@ impl<'a> Shown<'a> {
         let known: Vec<bool> = units
             .iter()
             .map(|u| match kind {
-                Frames::Numbered => self.numbered.contains(unnumbered(lines[at(u).start])),
-                Frames::Lines => self.numbered.contains(lines[at(u).start].trim()),
-                _ => self.frames.contains(&lines[at(u)]),
+                Frames::Numbered | Frames::Lines => self
+                    .one_line
+                    .contains(one_line_key(kind, lines[at(u).start])),
+                Frames::Python | Frames::Entries => self.frames.contains(&lines[at(u)]),
             })
             .collect();
         let mut i = 0;
@@ -120,13 +130,10 @@ impl<'a> Shown<'a> {
             let span = at(u);
             if span.clone().all(|k| keep[k]) {
                 match kind {
-                    Frames::Numbered => {
-                        self.numbered.insert(unnumbered(lines[span.start]));
+                    Frames::Numbered | Frames::Lines => {
+                        self.one_line.insert(one_line_key(kind, lines[span.start]));
                     }
-                    Frames::Lines => {
-                        self.numbered.insert(lines[span.start].trim());
-                    }
-                    _ => {
+                    Frames::Python | Frames::Entries => {
                         self.frames.insert(&lines[span]);
                     }
                 }
