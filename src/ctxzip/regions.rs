@@ -195,12 +195,16 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
         if goroutines::is_header(line) {
             let end = goroutines::block_end(&lines[..n], i);
             let fresh = stacks_seen.insert(goroutines::stack_key(&lines[i + 1..end]));
-            if goroutines_kept == 0 {
+            let message = goroutines::message_start(lines, i);
+            // A dump opens with the goroutine that failed; a log of a service that crashes again and again, or
+            // `go test ./...` with several panicking packages, prints one dump per crash.
+            let failed = goroutines_kept == 0 || message.is_some() || goroutines::is_running(line);
+            if failed && fresh {
                 // The goroutine that failed, with its panic's message above it.
-                let from = goroutines::message_start(lines, i).unwrap_or(i);
+                let from = message.unwrap_or(i);
                 keep[from..i].iter_mut().for_each(|k| *k = true);
                 keep_stack(lines, keep, repeated, i, end, MAX_TRACEBACK, TRACEBACK_HEAD);
-                goroutines_kept += 1;
+                goroutines_kept = 1;
             } else if !fresh {
                 // The same stack as a block above (a pool's parked workers): header, frames and the blank line
                 // after them go behind the marker.
@@ -1100,6 +1104,45 @@ mod tests {
             ]
         );
         assert_eq!(repeated, FRAMES.lines().collect::<Vec<_>>());
+    }
+
+    /// A service that crashes again and again logs one goroutine dump per crash. Each crash's failing goroutine
+    /// says where it failed, so one whose stack is new is kept whole, wherever it comes in the log; the parked
+    /// goroutines of a later dump, shown in the first, are not shown again.
+    #[test]
+    fn every_crash_of_a_log_keeps_its_failing_goroutine() {
+        // More parked goroutines than a dump's others that are kept.
+        let parked: String = (0..=goroutines::MAX_OTHERS)
+            .map(|g| format!("goroutine {} [select]:\nmain.pool.func1(0xc420018370)\n\t/src/pool.go:{} +0x26e\n\n", g + 5, 60 + g))
+            .collect();
+        let dump = |at: &str| {
+            format!(
+                "svc (13337) - 11:49 - panic - key not found\n\ngoroutine 1 [running]:\nlog.Recover(0x0)\n\t/src/log.go:597 +0xab\npanic(0x16b1d20, 0xc420163450)\n\t/go/src/runtime/panic.go:489 +0x2cf\nmain.main()\n\t/src/main.go:{at} +0xe55\n\n{parked}"
+            )
+        };
+        let text = format!("{}{}{}", dump("143"), dump("143"), dump("147"));
+        let (kept, repeated) = kept_and_repeated(&text);
+        assert_eq!(
+            kept.iter().filter(|l| l.contains("/src/main.go:")).count(),
+            2,
+            "{kept:?}"
+        );
+        assert!(kept.contains(&"\t/src/main.go:147 +0xe55"), "{kept:?}");
+        assert_eq!(
+            kept.iter()
+                .filter(|l| l.contains("/src/pool.go:61"))
+                .count(),
+            1,
+            "{kept:?}"
+        );
+        assert_eq!(
+            repeated
+                .iter()
+                .filter(|l| l.contains("/src/pool.go:61"))
+                .count(),
+            2,
+            "{repeated:?}"
+        );
     }
 
     #[test]

@@ -27,6 +27,13 @@ pub(super) fn is_header(line: &str) -> bool {
         })
 }
 
+/// Whether the block whose header is `line` is a running goroutine's (`goroutine 1 [running]:`): the one a panic
+/// stopped, which Go prints first in its dump.
+pub(super) fn is_running(line: &str) -> bool {
+    line.split_once(" [")
+        .is_some_and(|(_, state)| state.starts_with("running"))
+}
+
 /// One past the last line of the block whose header is at `start`: its frames run while a line is a frame's
 /// file line (tab-indented), a function line followed by one, or Go's `...additional frames elided...`; a blank
 /// line or anything else (the log going on) ends it.
