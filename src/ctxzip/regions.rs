@@ -371,7 +371,11 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
             // Frames under an exception line: keep a bounded run of them with the line that opened them.
             let start = i;
             let end = frames_end(lines, i, n);
-            keep[start - 1] = true;
+            // Jest prints where each `console.log` was called under a blank line: that blank line opens no
+            // exception, and kept it would split the marker of a run of such blocks into one per block.
+            if !lines[start - 1].trim().is_empty() {
+                keep[start - 1] = true;
+            }
             if frames_seen.insert(&lines[start..end]) {
                 keep_stack(
                     lines,
@@ -1143,6 +1147,22 @@ mod tests {
             2,
             "{repeated:?}"
         );
+    }
+
+    /// Jest shows where each `console.log` was called, under a blank line. A log call made again and again
+    /// prints the same frames under each block: they are shown once, and the blank lines between the blocks go
+    /// with them, so the blocks become one run behind one marker instead of one marker line each.
+    #[test]
+    fn frames_under_a_blank_line_keep_no_blank_line() {
+        let block = "  console.log\n    SIMULATE TX KEYS: [ '_tx' ]\n\n      at MockProvider.<anonymous> (tests/read.test.ts:42:17)\n\n";
+        let text = block.repeat(4);
+        let (kept, repeated) = kept_and_repeated(&text);
+        assert!(!kept.contains(&""), "{kept:?}");
+        assert_eq!(
+            kept,
+            ["      at MockProvider.<anonymous> (tests/read.test.ts:42:17)"]
+        );
+        assert_eq!(repeated.len(), 3, "{repeated:?}");
     }
 
     #[test]
