@@ -722,3 +722,51 @@ fn the_end_budget_does_not_cut_a_run() {
     let head: Vec<usize> = ends(&recs, 0..30, 1024).collect();
     assert_eq!(head.len(), 5);
 }
+
+/// `cargo test` compiles first and prints the crate's warnings above the tests. When a test fails, the failure is
+/// what the run is read for: fewer warnings stay than in a run that passes, and the failure stays whole.
+#[test]
+fn a_failing_run_keeps_fewer_of_its_compilers_warnings() {
+    let mut build = String::from("   Compiling cqlite v0.1.0 (/src/cqlite)\n");
+    let kinds = [
+        "unused import",
+        "struct is never constructed",
+        "field is never read",
+        "function is never used",
+        "variable does not need to be mutable",
+        "unused variable",
+        "method is never used",
+        "enum is never used",
+        "constant is never used",
+        "type alias is never used",
+    ];
+    for (k, kind) in kinds.iter().enumerate() {
+        for n in 0..3 {
+            build.push_str(&format!(
+                "warning: {kind}: `item{k}_{n}`\n  --> src/m{k}.rs:{n}:5\n   |\n{n}  | let item{k}_{n} = {n};\n   |     ^^^^^^^^\n\n"
+            ));
+        }
+    }
+    let run = |verdict: &str| {
+        format!(
+            "{build}    Finished `test` profile [unoptimized + debuginfo] target(s) in 10.52s\n     Running unittests src/lib.rs\n\nrunning 2 tests\ntest tests::a ... ok\ntest tests::b ... {verdict}\n\ntest result: {verdict}. 1 passed; 0 failed\n"
+        )
+    };
+    let warnings = |out: &str| out.lines().filter(|l| l.starts_with("warning: ")).count();
+    let mut tally = Tally::default();
+    // A passing run keeps every one of these warnings (`None`: nothing to leave out).
+    let passing =
+        compress_failing(&run("ok"), &ctx(&[], &[]), &mut tally).unwrap_or_else(|| run("ok"));
+    let failing = compress_failing(&run("FAILED"), &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    assert!(failing.contains("test tests::b ... FAILED\n"), "{failing}");
+    assert!(
+        failing.contains("test result: FAILED. 1 passed; 0 failed\n"),
+        "{failing}"
+    );
+    assert!(
+        warnings(&failing) * 2 < warnings(&passing),
+        "{} of {}:\n{failing}",
+        warnings(&failing),
+        warnings(&passing)
+    );
+}

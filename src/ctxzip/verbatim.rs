@@ -43,6 +43,11 @@ pub fn looks_like_error_output(text: &str) -> bool {
 /// Mocha's `2 failing`, RSpec's `12 examples, 3 failures`, Maven's `Tests run: 14, Failures: 2` and `BUILD
 /// FAILURE`, Gradle's `BUILD FAILED`.
 pub fn reports_failed_tests(text: &str) -> bool {
+    text.lines().any(is_failed_tests_verdict)
+}
+
+/// Whether `line` is one of the verdicts of [`reports_failed_tests`].
+pub(crate) fn is_failed_tests_verdict(line: &str) -> bool {
     const PREFIXES: [&str; 7] = [
         "--- FAIL: ",
         "FAIL\t",
@@ -52,20 +57,18 @@ pub fn reports_failed_tests(text: &str) -> bool {
         "BUILD FAILURE",
         "BUILD FAILED",
     ];
-    text.lines().any(|line| {
-        let t = line.trim();
-        let t = t
-            .strip_prefix("[ERROR] ")
-            .or_else(|| t.strip_prefix("[INFO] "))
-            .unwrap_or(t);
-        PREFIXES.iter().any(|p| t.starts_with(p))
-            || t.starts_with("FAILED ") && t.contains("::")
-            || t.starts_with("Tests:") && t.contains(" failed")
-            || count_before(t, " failing") > 0 && t.ends_with(" failing")
-            || t.contains(" examples, ") && count_before(t, " failure") > 0
-            || t.starts_with("Tests run:")
-                && (count_after(t, "Failures: ") > 0 || count_after(t, "Errors: ") > 0)
-    })
+    let t = line.trim();
+    let t = t
+        .strip_prefix("[ERROR] ")
+        .or_else(|| t.strip_prefix("[INFO] "))
+        .unwrap_or(t);
+    PREFIXES.iter().any(|p| t.starts_with(p))
+        || t.starts_with("FAILED ") && t.contains("::")
+        || t.starts_with("Tests:") && t.contains(" failed")
+        || count_before(t, " failing") > 0 && t.ends_with(" failing")
+        || t.contains(" examples, ") && count_before(t, " failure") > 0
+        || t.starts_with("Tests run:")
+            && (count_after(t, "Failures: ") > 0 || count_after(t, "Errors: ") > 0)
 }
 
 /// The number written just before `word` in `line` (`12 examples, 3 failures` → 3 for " failure"), 0 if none.
