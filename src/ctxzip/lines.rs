@@ -11,6 +11,7 @@ mod render;
 mod uniform;
 
 use rustc_hash::FxHashMap as FastMap;
+use rustc_hash::FxHashSet as FastSet;
 
 use super::regions;
 use super::relevance::{Hits, is_error_line, is_floor_line, selective_terms};
@@ -371,11 +372,18 @@ fn select(
     // Lines no error line's context may keep: the frames of a traceback printed again ([`regions::mark`]).
     let mut repeated = vec![false; if p.regions == Regions::None { 0 } else { n }];
     let mut why = vec![0u8; repeated.len()];
-    for i in ends(recs, 0..n.min(p.head), HEAD_BYTES).chain(ends(
-        recs,
-        (n.saturating_sub(p.tail)..n).rev(),
-        TAIL_BYTES,
-    )) {
+    let tail: Vec<usize> = ends(recs, (n.saturating_sub(p.tail)..n).rev(), TAIL_BYTES).collect();
+    // A long head line the tail shows again is read there: MSBuild lists every warning and error a second time
+    // under `Build FAILED.`, and the head would show the first of them twice.
+    let again: FastSet<&str> = tail
+        .iter()
+        .map(|&i| recs[i].text)
+        .filter(|t| t.len() >= MIN_SHOWN_AGAIN)
+        .collect();
+    for i in ends(recs, 0..n.min(p.head), HEAD_BYTES) {
+        keep[i] = !again.contains(recs[i].text);
+    }
+    for i in tail {
         keep[i] = true;
     }
     if p.thin_runs {
@@ -425,12 +433,21 @@ fn select(
     for i in uniform::odd_lines(recs) {
         keep[i] = true;
     }
+    // Error lines the head, the tail or a region shows already. A build tool that repeats its diagnostics in a
+    // closing summary (MSBuild under `Build FAILED.`) shows each twice; the copy in the tail says it.
+    let shown: FastSet<&str> = (0..n)
+        .filter(|&i| keep[i] && flags[i] & (ERROR | FLOOR) != 0)
+        .map(|i| recs[i].text)
+        .collect();
     for i in 0..n {
         if flags[i] & KEEP != 0 {
             keep[i] = true;
             other[i] = true;
         }
         if flags[i] & (ERROR | FLOOR) == 0 || (!p.error_words && flags[i] & FLOOR == 0) {
+            continue;
+        }
+        if !keep[i] && shown.contains(recs[i].text) {
             continue;
         }
         let example = examples.get(i).copied().unwrap_or(false);
@@ -546,6 +563,10 @@ fn select(
         why,
     }
 }
+
+/// Shortest head line left to the tail when the tail shows it again: a shorter one (a banner, a rule, `ok`) costs
+/// less than the marker line that would stand for it.
+const MIN_SHOWN_AGAIN: usize = 80;
 
 /// Bytes the head and the tail of an output may show, beyond their first [`MIN_END_LINES`] lines: they count lines
 /// so that a log's last 30 lines say how it ended, and 30 rows of a query's 280-character results say it no better

@@ -770,3 +770,67 @@ fn a_failing_run_keeps_fewer_of_its_compilers_warnings() {
         warnings(&passing)
     );
 }
+
+/// An MSBuild run's output: `count` errors, listed again under `Build FAILED.`.
+fn msbuild_failure(count: usize) -> (Vec<String>, String) {
+    let errors: Vec<String> = (0..count)
+        .map(|k| {
+            format!(
+                "C:\\src\\Web\\Controllers\\TailorController.cs({},5): error CS0106: The modifier 'private' is not valid for this item [C:\\src\\Web\\Web.csproj]",
+                1600 + k * 17
+            )
+        })
+        .collect();
+    let mut text = String::from(
+        "  Determining projects to restore...\n  All projects are up-to-date for restore.\n",
+    );
+    for e in &errors {
+        text.push_str(e);
+        text.push('\n');
+    }
+    text.push_str("\nBuild FAILED.\n\n");
+    for e in &errors {
+        text.push_str(e);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "    0 Warning(s)\n    {count} Error(s)\n\nTime Elapsed 00:00:04.37\n"
+    ));
+    (errors, text)
+}
+
+/// MSBuild lists every error (and warning) a second time under `Build FAILED.`. The copies the tail shows are
+/// read there: the error floor does not show them a first time too.
+#[test]
+fn diagnostics_a_build_repeats_in_its_summary_are_shown_once() {
+    // More than the tail shows: it holds only the summary's copies.
+    let (errors, text) = msbuild_failure(40);
+    let mut tally = Tally::default();
+    let out = compress_failing(&text, &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    for e in &errors {
+        assert!(out.contains(e.as_str()), "{e}\n{out}");
+    }
+    // Each once, but for the two a kept error line of the summary takes along as its context.
+    let shown = out.matches("error CS0106").count();
+    assert!(shown <= errors.len() + 2, "{shown}\n{out}");
+    assert!(
+        out.contains("Build FAILED.\n") && out.contains("    40 Error(s)\n"),
+        "{out}"
+    );
+}
+
+/// With fewer errors the tail shows the whole summary, and the head the first errors again: the head leaves its
+/// copies to the tail.
+#[test]
+fn head_lines_the_tail_shows_again_are_left_to_it() {
+    let (errors, text) = msbuild_failure(16);
+    let mut tally = Tally::default();
+    let out = compress_failing(&text, &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    for e in &errors[..4] {
+        assert_eq!(out.matches(e.as_str()).count(), 1, "{e}\n{out}");
+    }
+    assert!(
+        out.starts_with("  Determining projects to restore...\n"),
+        "{out}"
+    );
+}
