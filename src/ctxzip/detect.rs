@@ -589,14 +589,23 @@ fn is_otp_report_header(t: &str) -> bool {
 /// Whether a line opens with a timestamp: a date (`2024-01-31…`, `2024/01/31 …`) or a time of day (`12:34:56`),
 /// bare, in brackets (`[2024-01-31 12:34:56,789]`, Python's and Java's loggers), as logfmt's first field
 /// (`time="2024-01-31T…"`, `ts=2024-…`: Docker, containerd, Go services), or after glog's and klog's severity letter
-/// (`I0131 12:34:56.789012`: Kubernetes components).
+/// (`I0131 12:34:56.789012`: Kubernetes components) or Ruby's `Logger` (`E, [2026-06-11T21:47:17.090216 #1] ERROR
+/// -- : …`: Rails and any Ruby program's log).
 pub(crate) fn starts_with_timestamp(line: &str) -> bool {
     let stamp = line.strip_prefix('[').unwrap_or(line);
     let stamp = ["time=", "ts=", "timestamp=", "t="]
         .iter()
         .find_map(|key| stamp.strip_prefix(key))
         .map_or(stamp, |value| value.strip_prefix('"').unwrap_or(value));
-    bare_timestamp(stamp) || glog_timestamp(line)
+    bare_timestamp(stamp) || glog_timestamp(line) || ruby_logger_timestamp(line)
+}
+
+/// `E, [2026-06-11T21:47:17.090216 #1]`: a severity letter, a comma, the time in brackets.
+fn ruby_logger_timestamp(line: &str) -> bool {
+    line.get(..4).is_some_and(|head| {
+        let b = head.as_bytes();
+        matches!(b[0], b'D' | b'I' | b'W' | b'E' | b'F' | b'A') && &b[1..] == b", ["
+    }) && line.get(4..).is_some_and(bare_timestamp)
 }
 
 /// `I0131 12:34:56.789012`: a severity letter, the month and day, a time of day.
@@ -709,6 +718,7 @@ mod tests {
             "time=\"2026-12-05T07:44:42.939178486Z\" level=info msg=\"Starting up\"",
             "ts=2026-12-05T07:44:42.939Z caller=main.go:12 level=info",
             "I1205 07:44:42.939178   20528 server.go:155] Version: v1.28.2",
+            "E, [2026-06-11T21:47:17.090216 #1] ERROR -- : Failed to read data from file",
         ] {
             assert!(starts_with_timestamp(line), "{line}");
         }
@@ -720,6 +730,8 @@ mod tests {
             "time=later",
             "[x] 2026-12-04",
             "I1205 is no time",
+            "E, [x] not a time",
+            "I, [",
         ] {
             assert!(!starts_with_timestamp(line), "{line}");
         }

@@ -472,11 +472,18 @@ fn select(
         {
             continue;
         }
+        // The context before a log's record ends at the record above it: another event (`INFO -- :
+        // Successfully authenticated` above each `ERROR -- : Failed to parse JSON body`).
+        let stamped = super::detect::starts_with_timestamp(recs[i].text);
+        let from = (i.saturating_sub(p.before)..i)
+            .rev()
+            .find(|&j| stamped && super::detect::starts_with_timestamp(recs[j].text))
+            .map_or(i.saturating_sub(p.before), |j| j + 1);
         let before = mark_context(
             &mut keep,
             recs,
             &repeated,
-            (i.saturating_sub(p.before)..i).rev(),
+            (from..i).rev(),
             &mut context_left,
         );
         // The context after an error line ends where the next error or warning line starts: that one is a

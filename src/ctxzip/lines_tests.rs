@@ -834,3 +834,29 @@ fn head_lines_the_tail_shows_again_are_left_to_it() {
         "{out}"
     );
 }
+
+/// In a log, the record above an error record is another event, no context of it: a client that logs
+/// `Successfully authenticated` before each request keeps that line only where the head or tail shows it.
+#[test]
+fn the_record_above_a_logged_error_is_no_context_of_it() {
+    let mut text = String::new();
+    for k in 0..60 {
+        text.push_str(&format!(
+            "I, [2026-06-11T21:47:17.{k:06} #1]  INFO -- : Successfully authenticated, token expires in 3600 seconds\n    responds to method {k}\n"
+        ));
+        if k % 10 == 5 {
+            text.push_str(&format!(
+                "E, [2026-06-11T21:47:17.{k:06} #1] ERROR -- : Failed to parse JSON body: unexpected character at line {k}\n"
+            ));
+        }
+    }
+    let mut t = Tally::default();
+    let out = compress_failing(&text, &ctx(&[], &[]), &mut t).unwrap_or_default();
+    for k in [15, 25, 35] {
+        let error =
+            format!("ERROR -- : Failed to parse JSON body: unexpected character at line {k}\n");
+        assert!(out.contains(&error), "{out}");
+        let above = format!("I, [2026-06-11T21:47:17.{k:06} #1]  INFO");
+        assert!(!out.contains(&above), "{above}\n{out}");
+    }
+}
