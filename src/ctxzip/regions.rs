@@ -876,6 +876,26 @@ pub(crate) fn reports_pass(line: &str) -> bool {
             progress.trim_start().starts_with('[') && progress.ends_with("%]")
         })
         || prove_file_passed(t)
+        || dart_progress(t)
+}
+
+/// A line of Dart's and Flutter's compact test reporter that no test failed on: `00:03 +72: path: imports remote
+/// GIF icons`, the clock, the passes so far (`+72`, then skips `~2` and failures `-1`) and the test it reached. The
+/// line of a test that failed ends `[E]`, and the last line says `Some tests failed.`: those are no passes.
+fn dart_progress(t: &str) -> bool {
+    let Some((clock, rest)) = t.split_once(" +") else {
+        return false;
+    };
+    let clock_ok = clock.split(':').count() == 2
+        && clock
+            .split(':')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    let passes = rest.bytes().take_while(u8::is_ascii_digit).count();
+    clock_ok
+        && passes > 0
+        && rest.contains(": ")
+        && !t.ends_with("[E]")
+        && !t.ends_with("Some tests failed.")
 }
 
 /// prove's line for a test file that passed: `t/10_base.t .............. ok`, with `--timer` a clock before it and
@@ -992,6 +1012,10 @@ mod tests {
             "test store::tests::fails_when_full ... ok",
             "ok 280 throws on invalid option: null",
             "ok 12 - rejects a failed job # SKIP",
+            "00:03 +72: test/services/icons_test.dart: imports remote GIF icons",
+            "00:03 +82 -1: test/api_test.dart: extractErrorMessage reads error key",
+            "01:12 +5 ~1: loading test/widget_test.dart",
+            "00:00 +0: loading test/widget_test.dart",
         ] {
             assert!(reports_pass(pass), "{pass}");
         }
@@ -1004,6 +1028,9 @@ mod tests {
             "not ok 3 throws on invalid option",
             "ok so the error is here",
             "ok 3rd attempt failed",
+            "00:03 +72 -1: test/services/icons_test.dart: imports remote GIF icons [E]",
+            "00:05 +111 -1: Some tests failed.",
+            "12:00 + a note: noon",
         ] {
             assert!(!reports_pass(other), "{other}");
         }
