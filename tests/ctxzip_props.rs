@@ -150,6 +150,18 @@ fn line() -> impl Strategy<Value = String> {
         1 => (1u32..900).prop_map(|n| format!("{n}:    if (!emitter->indent) return {n};")),
         1 => "(PLAY|TASK) \\[[a-z ]{1,20}\\] \\*{10,40}",
         1 => (0u32..9).prop_map(|n| format!("ok: [web-{n}] => {{\"changed\": false, \"mode\": \"0755\"}}")),
+        // A service's log of crashes, each with its goroutine dump; Jest's `console.log` frames under a blank line;
+        // a build's diagnostics listed again under its verdict; Ruby's Logger records; Dart's reporter lines.
+        1 => (140u32..150).prop_map(|n| format!(
+            "svc - panic - key not found\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:{n} +0xe55\n"
+        )),
+        1 => Just("  console.log\n    SIMULATE TX KEYS: [ '_tx' ]\n\n      at MockProvider.<anonymous> (t.test.ts:42:17)\n".to_string()),
+        1 => (0u32..30).prop_map(|n| format!("C:\\src\\App.cs({n},5): error CS0106: The modifier 'private' is not valid [C:\\src\\App.csproj]")),
+        1 => Just("Build FAILED.".to_string()),
+        1 => (0u32..60).prop_map(|n| format!("E, [2026-06-11T21:47:17.{n:06} #1] ERROR -- : Failed to parse JSON body")),
+        1 => (0u32..60).prop_map(|n| format!("I, [2026-06-11T21:47:17.{n:06} #1]  INFO -- : Successfully authenticated")),
+        1 => (0u32..200).prop_map(|n| format!("00:03 +{n}: test/icons_test.dart: fails over on error {n}")),
+        1 => Just("test result: FAILED. 1 passed; 1 failed".to_string()),
     ]
 }
 
