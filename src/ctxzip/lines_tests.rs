@@ -860,3 +860,19 @@ fn the_record_above_a_logged_error_is_no_context_of_it() {
         assert!(!out.contains(&above), "{above}\n{out}");
     }
 }
+
+/// Blank lines in a row that stay show as one blank line, not as a count alone on its line.
+#[test]
+fn kept_blank_lines_in_a_row_show_no_count() {
+    let mut text = String::from(
+        "ERROR: test_console (unittest.loader._FailedTest)\nAttributeError: no attribute\n\n\n",
+    );
+    for k in 0..200 {
+        text.push_str(&format!("test_{k} (tests.T) ... ok\n"));
+    }
+    text.push_str("\n\nFAILED (errors=1)\n");
+    let mut tally = Tally::default();
+    let out = compress_failing(&text, &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    assert!(out.contains("AttributeError: no attribute\n\n"), "{out}");
+    assert!(!out.contains("(×"), "{out}");
+}

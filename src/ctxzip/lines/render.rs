@@ -183,7 +183,9 @@ fn push_kept(
     if r.count > 1 && flags[i] & FLOOR != 0 {
         // An error line stays the exact line: its repeat count goes on a line of its own.
         out.push_str(&format!("\n(the line above ×{})", r.count));
-    } else if r.count > 1 {
+    } else if r.count > 1 && !text.trim().is_empty() {
+        // Blank lines in a row stay one blank line: ` (×2)` alone on a line says nothing a reader needs, and
+        // costs more than the blank lines did.
         out.push_str(&format!(" (×{})", r.count));
     }
     out.push('\n');
