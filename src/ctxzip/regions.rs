@@ -215,15 +215,18 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
                 };
                 repeated[i..through].iter_mut().for_each(|r| *r = true);
             } else if goroutines_kept <= goroutines::MAX_OTHERS {
-                keep_stack(
-                    lines,
-                    keep,
-                    repeated,
-                    i,
-                    end,
-                    goroutines::MAX_OTHER_LINES,
-                    goroutines::MAX_OTHER_LINES,
-                );
+                // A parked goroutine: where it waits, the program's own frames, who started it.
+                let shown = goroutines::telling_lines(&lines[i..end]);
+                for (k, _) in shown
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| **s)
+                    .take(goroutines::MAX_OTHER_LINES)
+                {
+                    if let Some(flag) = keep.get_mut(i + k) {
+                        *flag = true;
+                    }
+                }
                 goroutines_kept += 1;
             }
             i = end.max(i + 1);

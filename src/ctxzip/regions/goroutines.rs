@@ -6,13 +6,14 @@
 //! (`fatal error: all goroutines are asleep`) prints every goroutine, often hundreds, most parked on the same
 //! stack (a worker pool's `select`). None of these lines carries an error word, so without this the floor kept
 //! the `panic:` line and the frames that say where went behind the marker. Here a goroutine's block is a region:
-//! the first one printed whole (Go prints the failing goroutine first), then a few more whose stacks differ,
+//! the first one printed whole (Go prints the failing goroutine first), then a few more whose stacks differ, each
+//! told by where it waits, the program's frames and who started it ([`telling_lines`]),
 //! and a block whose stack an earlier block already showed (the same functions and files, whatever the argument
 //! values and offsets) is left to the marker as a traceback printed again is.
 
 /// Goroutine blocks kept besides the first: a deadlock's few parked goroutines; a pool of identical ones is one.
 pub(super) const MAX_OTHERS: usize = 6;
-/// Lines kept of a goroutine block after the first: its header and the innermost frames, where it is parked.
+/// Lines kept of a goroutine block after the first, at most: of those [`telling_lines`] picks, the first.
 pub(super) const MAX_OTHER_LINES: usize = 24;
 /// How far above a goroutine's header its panic's message is looked for (`panic: …`, `[signal SIGSEGV …]`, a
 /// `[recovered]` line, a blank line).
@@ -25,6 +26,94 @@ pub(super) fn is_header(line: &str) -> bool {
         .is_some_and(|(id, state)| {
             !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && state.ends_with("]:")
         })
+}
+
+/// Top-level packages of Go's standard library: a frame whose function is in one of them (`testing.(*T).Run`,
+/// `os/exec.(*Cmd).Wait`, `internal/poll.(*FD).Read`) is the runtime's, not the program's.
+const STD_PACKAGES: [&str; 40] = [
+    "archive",
+    "bufio",
+    "bytes",
+    "cmp",
+    "compress",
+    "container",
+    "context",
+    "crypto",
+    "database",
+    "debug",
+    "embed",
+    "encoding",
+    "errors",
+    "expvar",
+    "flag",
+    "fmt",
+    "go",
+    "hash",
+    "html",
+    "image",
+    "internal",
+    "io",
+    "iter",
+    "log",
+    "maps",
+    "math",
+    "mime",
+    "net",
+    "os",
+    "path",
+    "reflect",
+    "regexp",
+    "runtime",
+    "slices",
+    "sort",
+    "strconv",
+    "strings",
+    "sync",
+    "syscall",
+    "testing",
+];
+
+/// Whether a frame's function line (`os/exec.(*Cmd).Wait(0x27874651b380)`, `time.Sleep(...)`) names a function of
+/// Go's standard library. A module's path (`github.com/acme/store`) has a dot in its first element, a local
+/// module's (`proxyclient/internal/killswitch`) a first element that is no standard package.
+fn is_std_frame(function: &str) -> bool {
+    let name = function.split('(').next().unwrap_or(function);
+    let package = match name.split_once('/') {
+        // A path's first element: a module's domain has a dot (`go.uber.org/zap`), the standard library's none.
+        Some((first, _)) if first.contains('.') => return false,
+        Some((first, _)) => first,
+        None => name.split('.').next().unwrap_or(name),
+    };
+    STD_PACKAGES.contains(&package) || matches!(package, "time" | "unicode" | "unsafe")
+}
+
+/// Which lines of a parked goroutine's block (header first) tell what it is: the header, the innermost frame (where
+/// it waits), every frame of the program or its dependencies, and the `created by` frame (who started it). The
+/// standard library's frames between them (`syscall`, `internal/poll`, `os/exec`, `testing`) go.
+pub(super) fn telling_lines(block: &[&str]) -> Vec<bool> {
+    let mut shown = vec![false; block.len()];
+    let Some(first) = shown.first_mut() else {
+        return shown;
+    };
+    *first = true;
+    let mut frame = 0;
+    let mut j = 1;
+    while j < block.len() {
+        let line = block[j].trim_end_matches('\r');
+        // A frame is its function line and the tab-indented file line under it.
+        let with_file = block.get(j + 1).is_some_and(|l| l.starts_with('\t'));
+        let end = if with_file { j + 2 } else { j + 1 };
+        let telling = frame == 0
+            || line.starts_with("created by ")
+            || line.starts_with("...additional frames elided")
+            || !is_std_frame(line);
+        if telling {
+            shown[j..end].iter_mut().for_each(|s| *s = true);
+        }
+        frame += 1;
+        j = end;
+    }
+    shown
 }
 
 /// Whether the block whose header is `line` is a running goroutine's (`goroutine 1 [running]:`): the one a panic
@@ -121,6 +210,60 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(message_start(&lines, 4), Some(1));
         assert_eq!(message_start(&lines, 0), None);
+    }
+
+    #[test]
+    fn frames_of_the_standard_library_are_told_from_the_programs() {
+        for std in [
+            "testing.(*T).Run(0x278745f94200, {0x7ff7c14827af?, 0x278746013b38?}, 0x7ff7c148d1c8)",
+            "os/exec.(*Cmd).Wait(0x27874651b380)",
+            "internal/poll.(*FD).Read(0x2787462ae240, {0x278746181200, 0x200, 0x200})",
+            "syscall.SyscallN(0x1000000000000?, {0x278745fc3c68?, 0x3?, 0x3?})",
+            "time.Sleep(0x3b9aca00)",
+        ] {
+            assert!(is_std_frame(std), "{std}");
+        }
+        for program in [
+            "proxyclient/internal/killswitch.runNetsh({0x278745fc3e40?, 0xb?, 0x7ff7c1479fd0?})",
+            "github.com/acme/store.(*Cache).Put(0x0, {0xc00012c0a0, 0x8})",
+            "go.uber.org/zap.(*Logger).Info(0xc000132000)",
+            "main.main()",
+        ] {
+            assert!(!is_std_frame(program), "{program}");
+        }
+    }
+
+    /// A goroutine parked in a system call deep in the standard library: the call it waits in, the program's
+    /// frames that made it and who started it stay; the library's frames between them go.
+    #[test]
+    fn a_parked_goroutine_shows_where_it_waits_and_the_programs_frames() {
+        let block = [
+            "goroutine 357 [syscall]:",
+            "syscall.SyscallN(0x1000000000000?, {0x278745fc3c68?, 0x3?, 0x3?})",
+            "\tC:/Program Files/Go/src/syscall/dll_windows.go:99 +0x1e",
+            "syscall.WaitForSingleObject(0x3f4, 0xffffffff)",
+            "\tC:/Program Files/Go/src/syscall/zsyscall_windows.go:1159 +0x6a",
+            "os/exec.(*Cmd).Wait(0x27874651b380)",
+            "\tC:/Program Files/Go/src/os/exec/exec.go:930 +0x45",
+            "proxyclient/internal/killswitch.runNetsh({0x278745fc3e40?, 0xb?, 0x7ff7c1479fd0?})",
+            "\tC:/src/proxy/internal/killswitch/killswitch_windows.go:155 +0x85",
+            "testing.tRunner(0x27874663c600, 0x2787461f81b0)",
+            "\tC:/Program Files/Go/src/testing/testing.go:2036 +0xc3",
+            "created by testing.(*T).Run in goroutine 299",
+            "\tC:/Program Files/Go/src/testing/testing.go:2101 +0x4a9",
+        ];
+        let shown: Vec<&str> = block
+            .iter()
+            .zip(telling_lines(&block))
+            .filter(|(_, s)| *s)
+            .map(|(l, _)| *l)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                block[0], block[1], block[2], block[7], block[8], block[11], block[12]
+            ]
+        );
     }
 
     #[test]
