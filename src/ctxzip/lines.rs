@@ -108,9 +108,9 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 /// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
 /// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
 const MAX_WARNING_LINES: usize = 32;
-/// [`MAX_WARNING_LINES`] where the runner's verdict says tests or the build failed ([`super::verbatim::
-/// is_failed_tests_verdict`]): `cargo test` compiles first and prints every warning of the crate above the
-/// failing test, and the failure is what the run is read for.
+/// [`MAX_WARNING_LINES`] where the runner's verdict says tests or the build failed
+/// ([`super::verbatim::is_failed_tests_verdict`]): `cargo test` compiles first and prints every warning of the
+/// crate above the failing test, and the failure is what the run is read for.
 const MAX_WARNING_LINES_BESIDE_FAILURES: usize = 8;
 /// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
 /// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
