@@ -108,10 +108,11 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 /// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
 /// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
 const MAX_WARNING_LINES: usize = 32;
-/// [`MAX_WARNING_LINES`] where the runner's verdict says tests or the build failed
-/// ([`super::verbatim::is_failed_tests_verdict`]): `cargo test` compiles first and prints every warning of the
-/// crate above the failing test, and the failure is what the run is read for.
-const MAX_WARNING_LINES_BESIDE_FAILURES: usize = 8;
+/// [`MAX_WARNING_LINES`] in a test run, where a runner's verdict says tests or the build failed
+/// ([`super::verbatim::is_failed_tests_verdict`]) or Cargo's says its tests passed (`test result: ok.`): `cargo
+/// test` compiles first and prints every warning of the crate above the tests, and the tests are what the run is
+/// read for.
+const MAX_WARNING_LINES_IN_TEST_RUNS: usize = 8;
 /// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
 /// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
 /// compiler that finds the same thing in forty places prints forty diagnostics, and the first few show what it is
@@ -413,13 +414,13 @@ fn select(
     }
     let mut seen: FastMap<&str, u8> = FastMap::default();
     let mut context_left = p.max_context;
-    // A run whose tests failed (or whose build did) is read for its failures: the compiler's warnings printed
-    // before them are chatter there, and the first few show what kinds there are.
-    let mut warnings = if texts
-        .iter()
-        .any(|t| super::verbatim::is_failed_tests_verdict(t))
-    {
-        WarningBudget::beside_failures()
+    // A test run (or a failed build) is read for its tests: the compiler's warnings printed before them are
+    // chatter there, and the first few show what kinds there are.
+    let mut warnings = if texts.iter().any(|t| {
+        super::verbatim::is_failed_tests_verdict(t)
+            || t.trim_start().starts_with("test result: ok.")
+    }) {
+        WarningBudget::in_test_run()
     } else {
         WarningBudget::default()
     };
@@ -776,10 +777,10 @@ impl Default for WarningBudget {
 }
 
 impl WarningBudget {
-    /// The budget of an output whose runner says tests (or the build) failed: [`MAX_WARNING_LINES_BESIDE_FAILURES`].
-    fn beside_failures() -> Self {
+    /// The budget of a test run's output: [`MAX_WARNING_LINES_IN_TEST_RUNS`].
+    fn in_test_run() -> Self {
         Self {
-            left: MAX_WARNING_LINES_BESIDE_FAILURES,
+            left: MAX_WARNING_LINES_IN_TEST_RUNS,
             kinds: FastMap::default(),
         }
     }

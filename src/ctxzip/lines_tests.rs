@@ -723,10 +723,10 @@ fn the_end_budget_does_not_cut_a_run() {
     assert_eq!(head.len(), 5);
 }
 
-/// `cargo test` compiles first and prints the crate's warnings above the tests. When a test fails, the failure is
-/// what the run is read for: fewer warnings stay than in a run that passes, and the failure stays whole.
+/// `cargo test` compiles first and prints the crate's warnings above the tests. The tests are what the run is read
+/// for, failing or passing: fewer warnings stay than in a build with no tests, and a failure stays whole.
 #[test]
-fn a_failing_run_keeps_fewer_of_its_compilers_warnings() {
+fn a_test_run_keeps_fewer_of_its_compilers_warnings() {
     let mut build = String::from("   Compiling cqlite v0.1.0 (/src/cqlite)\n");
     let kinds = [
         "unused import",
@@ -754,9 +754,13 @@ fn a_failing_run_keeps_fewer_of_its_compilers_warnings() {
     };
     let warnings = |out: &str| out.lines().filter(|l| l.starts_with("warning: ")).count();
     let mut tally = Tally::default();
-    // A passing run keeps every one of these warnings (`None`: nothing to leave out).
-    let passing =
-        compress_failing(&run("ok"), &ctx(&[], &[]), &mut tally).unwrap_or_else(|| run("ok"));
+    // A build with no tests keeps every one of these warnings (`None`: nothing to leave out).
+    let plain = format!(
+        "{build}    Finished `dev` profile [unoptimized + debuginfo] target(s) in 10.52s\n"
+    );
+    let build_only =
+        compress_failing(&plain, &ctx(&[], &[]), &mut tally).unwrap_or_else(|| plain.clone());
+    let passing = compress_failing(&run("ok"), &ctx(&[], &[]), &mut tally).unwrap_or_default();
     let failing = compress_failing(&run("FAILED"), &ctx(&[], &[]), &mut tally).unwrap_or_default();
     assert!(failing.contains("test tests::b ... FAILED\n"), "{failing}");
     assert!(
@@ -764,11 +768,17 @@ fn a_failing_run_keeps_fewer_of_its_compilers_warnings() {
         "{failing}"
     );
     assert!(
-        warnings(&failing) * 2 < warnings(&passing),
-        "{} of {}:\n{failing}",
-        warnings(&failing),
-        warnings(&passing)
+        passing.contains("test result: ok. 1 passed; 0 failed\n"),
+        "{passing}"
     );
+    for out in [&failing, &passing] {
+        assert!(
+            warnings(out) * 2 < warnings(&build_only),
+            "{} of {}:\n{out}",
+            warnings(out),
+            warnings(&build_only)
+        );
+    }
 }
 
 /// An MSBuild run's output: `count` errors, listed again under `Build FAILED.`.
