@@ -30,7 +30,7 @@ pub(super) fn is_header(line: &str) -> bool {
 
 /// Top-level packages of Go's standard library: a frame whose function is in one of them (`testing.(*T).Run`,
 /// `os/exec.(*Cmd).Wait`, `internal/poll.(*FD).Read`) is the runtime's, not the program's.
-const STD_PACKAGES: [&str; 40] = [
+const STD_PACKAGES: [&str; 43] = [
     "archive",
     "bufio",
     "bytes",
@@ -71,6 +71,9 @@ const STD_PACKAGES: [&str; 40] = [
     "sync",
     "syscall",
     "testing",
+    "time",
+    "unicode",
+    "unsafe",
 ];
 
 /// Whether a frame's function line (`os/exec.(*Cmd).Wait(0x27874651b380)`, `time.Sleep(...)`) names a function of
@@ -84,7 +87,7 @@ fn is_std_frame(function: &str) -> bool {
         Some((first, _)) => first,
         None => name.split('.').next().unwrap_or(name),
     };
-    STD_PACKAGES.contains(&package) || matches!(package, "time" | "unicode" | "unsafe")
+    STD_PACKAGES.contains(&package)
 }
 
 /// Which lines of a parked goroutine's block (header first) tell what it is: the header, the innermost frame (where
