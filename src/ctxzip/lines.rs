@@ -108,10 +108,9 @@ const MAX_COPIES_OF_ERROR: u8 = 1;
 /// linter that prints hundreds of warnings would otherwise be sent almost whole, while the first few dozen already
 /// show what kinds of warnings there are. Every floor line (error, fail, exception…) still stays, however many.
 const MAX_WARNING_LINES: usize = 32;
-/// [`MAX_WARNING_LINES`] in a test run, where a runner's verdict says tests or the build failed
-/// ([`super::verbatim::is_failed_tests_verdict`]) or Cargo's says its tests passed (`test result: ok.`): `cargo
-/// test` compiles first and prints every warning of the crate above the tests, and the tests are what the run is
-/// read for.
+/// [`MAX_WARNING_LINES`] in a test run ([`super::verbatim::is_test_run_verdict`]: a runner's verdict says tests or
+/// the build failed, or Cargo's says its tests passed): `cargo test` compiles first and prints every warning of the
+/// crate above the tests, and the tests are what the run is read for.
 const MAX_WARNING_LINES_IN_TEST_RUNS: usize = 8;
 /// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
 /// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
@@ -416,10 +415,10 @@ fn select(
     let mut context_left = p.max_context;
     // A test run (or a failed build) is read for its tests: the compiler's warnings printed before them are
     // chatter there, and the first few show what kinds there are.
-    let mut warnings = if texts.iter().any(|t| {
-        super::verbatim::is_failed_tests_verdict(t)
-            || t.trim_start().starts_with("test result: ok.")
-    }) {
+    let mut warnings = if texts
+        .iter()
+        .any(|t| super::verbatim::is_test_run_verdict(t))
+    {
         WarningBudget::in_test_run()
     } else {
         WarningBudget::default()

@@ -216,13 +216,7 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
                 repeated[i..through].iter_mut().for_each(|r| *r = true);
             } else if goroutines_kept <= goroutines::MAX_OTHERS {
                 // A parked goroutine: where it waits, the program's own frames, who started it.
-                let shown = goroutines::telling_lines(&lines[i..end]);
-                for (k, _) in shown
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| **s)
-                    .take(goroutines::MAX_OTHER_LINES)
-                {
+                for k in goroutines::telling_lines(&lines[i..end]) {
                     if let Some(flag) = keep.get_mut(i + k) {
                         *flag = true;
                     }
@@ -889,10 +883,10 @@ fn dart_progress(t: &str) -> bool {
     let Some((clock, rest)) = t.split_once(" +") else {
         return false;
     };
-    let clock_ok = clock.split(':').count() == 2
-        && clock
-            .split(':')
-            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let clock_ok = clock
+        .split_once(':')
+        .is_some_and(|(minutes, seconds)| digits(minutes) && digits(seconds));
     let passes = rest.bytes().take_while(u8::is_ascii_digit).count();
     clock_ok
         && passes > 0

@@ -46,6 +46,12 @@ pub fn reports_failed_tests(text: &str) -> bool {
     text.lines().any(is_failed_tests_verdict)
 }
 
+/// Whether `line` is a test runner's verdict that shows the output is a test run: one of
+/// [`is_failed_tests_verdict`]'s, or Cargo's for tests that passed (`test result: ok.`).
+pub(crate) fn is_test_run_verdict(line: &str) -> bool {
+    is_failed_tests_verdict(line) || line.trim_start().starts_with("test result: ok.")
+}
+
 /// Whether `line` is one of the verdicts of [`reports_failed_tests`].
 pub(crate) fn is_failed_tests_verdict(line: &str) -> bool {
     const PREFIXES: [&str; 7] = [

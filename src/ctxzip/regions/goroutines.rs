@@ -13,7 +13,7 @@
 
 /// Goroutine blocks kept besides the first: a deadlock's few parked goroutines; a pool of identical ones is one.
 pub(super) const MAX_OTHERS: usize = 6;
-/// Lines kept of a goroutine block after the first, at most: of those [`telling_lines`] picks, the first.
+/// Lines kept of a goroutine block after the first, at most ([`telling_lines`]).
 pub(super) const MAX_OTHER_LINES: usize = 24;
 /// How far above a goroutine's header its panic's message is looked for (`panic: …`, `[signal SIGSEGV …]`, a
 /// `[recovered]` line, a blank line).
@@ -90,32 +90,35 @@ fn is_std_frame(function: &str) -> bool {
     STD_PACKAGES.contains(&package)
 }
 
-/// Which lines of a parked goroutine's block (header first) tell what it is: the header, the innermost frame (where
-/// it waits), every frame of the program or its dependencies, and the `created by` frame (who started it). The
-/// standard library's frames between them (`syscall`, `internal/poll`, `os/exec`, `testing`) go.
-pub(super) fn telling_lines(block: &[&str]) -> Vec<bool> {
-    let mut shown = vec![false; block.len()];
-    let Some(first) = shown.first_mut() else {
+/// The lines of a parked goroutine's block (header first) that tell what it is, as offsets into `block`, at most
+/// [`MAX_OTHER_LINES`]: the header, the innermost frame (where it waits), every frame of the program or its
+/// dependencies, and the `created by` frame (who started it). The standard library's frames between them
+/// (`syscall`, `internal/poll`, `os/exec`, `testing`) go.
+pub(super) fn telling_lines(block: &[&str]) -> Vec<usize> {
+    let mut shown = Vec::new();
+    if block.is_empty() {
         return shown;
-    };
-    *first = true;
-    let mut frame = 0;
+    }
+    shown.push(0);
     let mut j = 1;
     while j < block.len() {
         let line = block[j].trim_end_matches('\r');
         // A frame is its function line and the tab-indented file line under it.
-        let with_file = block.get(j + 1).is_some_and(|l| l.starts_with('\t'));
-        let end = if with_file { j + 2 } else { j + 1 };
-        let telling = frame == 0
+        let end = if block.get(j + 1).is_some_and(|l| l.starts_with('\t')) {
+            j + 2
+        } else {
+            j + 1
+        };
+        let telling = j == 1
             || line.starts_with("created by ")
             || line.starts_with("...additional frames elided")
             || !is_std_frame(line);
         if telling {
-            shown[j..end].iter_mut().for_each(|s| *s = true);
+            shown.extend(j..end);
         }
-        frame += 1;
         j = end;
     }
+    shown.truncate(MAX_OTHER_LINES);
     shown
 }
 
@@ -255,11 +258,9 @@ mod tests {
             "created by testing.(*T).Run in goroutine 299",
             "\tC:/Program Files/Go/src/testing/testing.go:2101 +0x4a9",
         ];
-        let shown: Vec<&str> = block
-            .iter()
-            .zip(telling_lines(&block))
-            .filter(|(_, s)| *s)
-            .map(|(l, _)| *l)
+        let shown: Vec<&str> = telling_lines(&block)
+            .into_iter()
+            .map(|k| block[k])
             .collect();
         assert_eq!(
             shown,
