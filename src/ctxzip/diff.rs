@@ -5,7 +5,7 @@
 //! Whole hunks go behind markers only where nothing is lost to a reader: a file that is only moved (deleted here,
 //! added there with the same lines) and, when the changed lines exceed a budget, lock files and generated files —
 //! each leaving its `@@` header and a marker with its churn — and hunks that change only layout (a formatter's
-//! diff: the same code on both sides once [`layout`](super::layout) sets its whitespace, trailing commas and, in
+//! diff: the same code on both sides once [`layout`] sets its whitespace, trailing commas and, in
 //! Python and JS/TS, its quote style aside), whose marker says `layout only`. Error, keep-pattern and relevant
 //! lines stay visible wherever they are.
 

@@ -6,7 +6,7 @@
 //! byte for byte. This module is pure — no I/O, clock, async or store — and deterministic: the same input and
 //! options give the same bytes, which keeps provider prompt caches warm across turns.
 //!
-//! Dispatch: [`detect`] names the content kind and one compressor per kind shrinks it. Every compressor keeps
+//! Dispatch: [`detect`](fn@detect) names the content kind and one compressor per kind shrinks it. Every compressor keeps
 //! error lines ([`is_error_line`]), keep-pattern hits and query-relevant lines visible, and the JSON ones
 //! return valid JSON.
 

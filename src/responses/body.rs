@@ -4,7 +4,7 @@
 //! only gets the expand tool and directive added), the body sent upstream is the client's bytes with just the
 //! replaced members spliced in and new members added before the closing brace: no key is re-encoded, and the
 //! client's formatting survives. When a stage rewrote the input, the members are written out in their order,
-//! untouched slices copied verbatim ([`write`]). Each input item keeps the client's bytes too until a stage
+//! untouched slices copied verbatim (`write`). Each input item keeps the client's bytes too until a stage
 //! replaces it (`item`).
 
 mod item;

@@ -22,7 +22,7 @@ pub struct Item {
     encoded: OnceLock<Bytes>,
     key: OnceLock<u128>,
     /// For the client's items, the item's index in the body's `input` (so a list a stage rebuilt still tells
-    /// which items stand where the client put them: [`RequestBody::head_digest`]).
+    /// which items stand where the client put them: [`RequestBody::head_digest`](super::RequestBody::head_digest)).
     pub(super) origin: Option<usize>,
 }
 

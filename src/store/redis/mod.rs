@@ -32,7 +32,7 @@ use crate::config::store::RedisSettings;
 /// Longest the first connection (or a reconnection) may take; calls are bounded by `[store] timeout_ms` after it.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Moves a live record's expiry (and its index entry) atomically; 0 when there is no live record at ARGV[3].
+/// Moves a live record's expiry (and its index entry) atomically; 0 when there is no live record at `ARGV[3]`.
 const TOUCH_SCRIPT: &str = r"
 local t = redis.call('EXPIRETIME', KEYS[1])
 if t == -2 or (t >= 0 and t <= tonumber(ARGV[3])) then return 0 end

@@ -8,7 +8,7 @@ use super::RedisStore;
 use super::codec::{encode, score};
 use crate::store::{Namespace, Record};
 
-/// Drops the index entries (both sets) of records expired before ARGV[1] (an exclusive score bound, `(NOW`), at
+/// Drops the index entries (both sets) of records expired before `ARGV[1]` (an exclusive score bound, `(NOW`), at
 /// most 256 per call so one write never does unbounded work.
 const PRUNE_SCRIPT: &str = r"
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 256)
