@@ -111,7 +111,7 @@ const MAX_WARNING_LINES: usize = 32;
 /// [`MAX_WARNING_LINES`] in a test run ([`super::verbatim::is_test_run_verdict`]: a runner's verdict says tests or
 /// the build failed, or Cargo's says its tests passed): `cargo test` compiles first and prints every warning of the
 /// crate above the tests, and the tests are what the run is read for.
-const MAX_WARNING_LINES_IN_TEST_RUNS: usize = 8;
+const MAX_WARNING_LINES_IN_TEST_RUNS: usize = 4;
 /// Warnings of one kind ([`warning_kind`]: the same message with other names and numbers, `unused parameter ‘x’
 /// [-Wunused-parameter]`) kept, each with its context, before later ones of that kind are left to the marker: a
 /// compiler that finds the same thing in forty places prints forty diagnostics, and the first few show what it is
@@ -240,6 +240,8 @@ const ERROR: u8 = 1;
 const KEEP: u8 = 2;
 /// The error floor ([`is_floor_line`]): kept as the exact line, without context.
 const FLOOR: u8 = 4;
+/// A later entry of pytest's warnings summary ([`regions::warnings_summary_rest`]): the tail does not keep it.
+const REPEATED_WARNING: u8 = 8;
 
 /// Selects and renders; `None` when nothing could be dropped or shortened.
 pub(crate) fn compress_with(
@@ -296,6 +298,7 @@ pub(crate) fn compress_with(
             for f in &mut flags[rest] {
                 if *f & FLOOR == 0 {
                     *f &= !ERROR;
+                    *f |= REPEATED_WARNING;
                 }
             }
         }
@@ -383,8 +386,10 @@ fn select(
     for i in ends(recs, 0..n.min(p.head), HEAD_BYTES) {
         keep[i] = !again.contains(recs[i].text);
     }
+    // A failing run's last lines are its verdict and the summary above it; pytest prints its warnings summary just
+    // before those, and its later entries, noise in the body, are noise in the tail too.
     for i in tail {
-        keep[i] = true;
+        keep[i] = flags[i] & REPEATED_WARNING == 0;
     }
     if p.thin_runs {
         thin_runs(recs, &mut keep);

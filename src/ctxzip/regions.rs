@@ -398,29 +398,80 @@ pub(crate) fn mark(lines: &[&str], keep: &mut [bool], repeated: &mut [bool], why
 /// for each test or module that triggered it. They are noise a reader needs once — the first entry shows what
 /// kind of warning it is, the run's verdict line counts them all — so they are not kept for their warning words
 /// (the floor still keeps any line with an error word). `None` when `lines` has no such section or it holds one
-/// entry. The section ends at the next banner or at pytest's `-- Docs:` line.
+/// entry. The section ends at the next banner or at pytest's `-- Docs:` line. An output cut short in its middle
+/// (an agent's runner keeps a long output's head and tail) may have lost the header: the section is then the run
+/// of warning entries ([`is_warning_entry`]) just above that `-- Docs:` line.
 pub(crate) fn warnings_summary_rest(lines: &[&str]) -> Option<std::ops::Range<usize>> {
-    let header = lines
+    let (body, end) = match lines
         .iter()
-        .position(|l| is_banner(l) && l.contains(" warnings summary "))?;
-    let body = header + 1;
-    let end = lines[body..]
-        .iter()
-        .position(|l| is_banner(l) || l.starts_with("-- Docs:"))
-        .map_or(lines.len(), |k| body + k);
-    // Entries are separated by blank lines; the first one (and the blank lines before it) stays as it is.
+        .position(|l| is_banner(l) && l.contains(" warnings summary "))
+    {
+        Some(header) => {
+            let body = header + 1;
+            let end = lines[body..]
+                .iter()
+                .position(|l| is_banner(l) || l.starts_with("-- Docs:"))
+                .map_or(lines.len(), |k| body + k);
+            (body, end)
+        }
+        None => headless_warnings_summary(lines)?,
+    };
+    // Entries are separated by empty lines (a warning's own text may hold a line of spaces); the first one (and
+    // the empty lines before it) stays as it is.
     let mut i = body;
-    while i < end && lines[i].trim().is_empty() {
+    while i < end && is_empty(lines[i]) {
         i += 1;
     }
-    while i < end && !lines[i].trim().is_empty() {
+    while i < end && !is_empty(lines[i]) {
         i += 1;
     }
     let rest = i;
-    while i < end && lines[i].trim().is_empty() {
+    while i < end && is_empty(lines[i]) {
         i += 1;
     }
     (i < end).then_some(rest..end)
+}
+
+/// A line with nothing on it (a line of spaces is not one: it belongs to a message that has it).
+fn is_empty(line: &str) -> bool {
+    line.trim_end_matches('\r').is_empty()
+}
+
+/// Where the entries of a warnings summary whose header is gone stand: the blank-line-separated entries
+/// ([`is_warning_entry`]) that run up to pytest's `-- Docs: …warnings…` line, the first of them at least one
+/// line below the cut.
+fn headless_warnings_summary(lines: &[&str]) -> Option<(usize, usize)> {
+    let end = lines
+        .iter()
+        .rposition(|l| l.starts_with("-- Docs: ") && l.contains("warnings"))?;
+    let mut body = end;
+    loop {
+        // The entry that ends at `body` (past the empty lines above it) starts after the empty line above it.
+        let mut last = body;
+        while last > 0 && is_empty(lines[last - 1]) {
+            last -= 1;
+        }
+        let mut first = last;
+        while first > 0 && !is_empty(lines[first - 1]) {
+            first -= 1;
+        }
+        if first == last || first == 0 || !is_warning_entry(&lines[first..last]) {
+            break;
+        }
+        body = first;
+    }
+    (body < end).then_some((body, end))
+}
+
+/// An entry of pytest's warnings summary: the tests or the module that triggered it, unindented
+/// (`tests/test_x.py::test_y`, `tests/test_x.py: 11 warnings`), then the warning, indented, its first line naming
+/// its class (`  /src/app.py:12: DeprecationWarning: …`).
+fn is_warning_entry(entry: &[&str]) -> bool {
+    let names = entry.iter().take_while(|l| !l.starts_with(' ')).count();
+    let named = |l: &&str| l.contains("::") || l.ends_with(" warnings") || l.ends_with(" warning");
+    names > 0
+        && entry[..names].iter().all(named)
+        && entry.get(names).is_some_and(|l| l.contains("Warning"))
 }
 
 /// One past the last line of the traceback starting at `start`, and whether that line is its exception: the

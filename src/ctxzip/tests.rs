@@ -522,3 +522,82 @@ fn a_warnings_summary_keeps_its_first_entry_and_every_floor_line() {
             .is_some_and(|r| lines[r.start].is_empty() && lines[r.end].starts_with("-- Docs:"))
     );
 }
+
+/// The entries of a warnings summary in `text` (a run of [`pytest_with_warnings`]) that name a `test_case_` test.
+fn case_entries(text: &str) -> usize {
+    text.lines()
+        .filter(|l| l.starts_with("tests/test_app.py::test_case_"))
+        .count()
+}
+
+#[test]
+fn a_warnings_summary_in_the_last_lines_keeps_its_first_entry_only() {
+    // Six entries: the summary, the short summary and the verdict are all among the run's last 30 lines.
+    let text = pytest_with_warnings(6);
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some(), "{text}");
+    let Some(c) = c else { return };
+    assert_eq!(case_entries(&c.text), 1, "{}", c.text);
+    assert!(
+        c.text.contains(
+            "tests/test_app.py::test_case_0
+"
+        ),
+        "{}",
+        c.text
+    );
+    assert!(c.text.contains(
+        "
+FAILED tests/test_api.py::test_post_item"
+    ));
+    assert!(
+        c.text
+            .contains("1 failed, 119 passed, 41 warnings in 3.20s")
+    );
+    assert!(keeps_floor(&text, &c.text));
+}
+
+#[test]
+fn a_warnings_summary_whose_header_was_cut_away_is_still_read_as_one() {
+    // An agent's runner kept the head and the tail of a long run: the summary's header is in the cut part. A
+    // warning's own text may hold a line of spaces; only an empty line parts entries.
+    let full = pytest_with_warnings(12);
+    let at = full.find("tests/test_app.py::test_case_3\n");
+    assert!(at.is_some(), "{full}");
+    let Some(at) = at else { return };
+    let text = format!(
+        "<output_head>\n{}</output_head>\n<elided_chars>\n9000 characters elided\n</elided_chars>\n<output_tail>\n  \
+         (the end of an entry)\n\ntests/test_app.py: 3 warnings\n  /app/models.py:7: FutureWarning: a long \
+         message\n  \n  on several lines\n\n{}</output_tail>\n",
+        &full[..300],
+        &full[at..]
+    );
+    let lines: Vec<&str> = text.split('\n').collect();
+    let rest = regions::warnings_summary_rest(&lines);
+    let first_entry = lines
+        .iter()
+        .position(|l| *l == "tests/test_app.py: 3 warnings");
+    // The rest starts after the first whole entry (its line of spaces included) and runs up to `-- Docs:`.
+    assert!(
+        rest.as_ref().zip(first_entry).is_some_and(|(r, first)| {
+            r.start > first + 3 && lines[r.end].starts_with("-- Docs:")
+        }),
+        "{rest:?} {first_entry:?}"
+    );
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some(), "{text}");
+    let Some(c) = c else { return };
+    assert!(case_entries(&c.text) <= 1, "{}", c.text);
+    assert!(
+        c.text
+            .contains("\nFAILED tests/test_api.py::test_post_item")
+    );
+    assert!(keeps_floor(&text, &c.text));
+    // Without the docs line that closes a summary, entries are not read as one.
+    let no_docs: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with("-- Docs:"))
+        .collect();
+    assert_eq!(regions::warnings_summary_rest(&no_docs), None);
+}
