@@ -118,6 +118,10 @@ const MAX_WARNING_LINES_IN_TEST_RUNS: usize = 4;
 /// and where it looks. Kinds differ, so a build's other kinds of warnings still get their place under
 /// [`MAX_WARNING_LINES`].
 const MAX_WARNINGS_OF_A_KIND: u8 = 3;
+/// Warning lines kept with their context (the source snippet and notes a compiler prints under each): the first few
+/// show what the warnings look like; later ones keep their line, and a Rust diagnostic its `-->` location too, so
+/// each still says what and where. A build's forty warnings would otherwise send forty snippets.
+const MAX_WARNINGS_WITH_CONTEXT: usize = 8;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
 const CHEAP_GAP: usize = 100;
@@ -464,11 +468,25 @@ fn select(
         if *copies >= MAX_COPIES_OF_ERROR {
             continue;
         }
-        if flags[i] & FLOOR == 0 && !warnings.admit(recs[i].text) {
-            continue;
+        let mut alone = false;
+        if flags[i] & FLOOR == 0 {
+            match warnings.admit_shown(recs[i].text) {
+                Admitted::No => continue,
+                Admitted::WithContext => {}
+                Admitted::Alone => alone = true,
+            }
         }
         *copies += 1;
         keep[i] = true;
+        if alone {
+            if let Some(j) = (i + 1 < n).then_some(i + 1)
+                && is_rust_location(recs[j].text)
+            {
+                keep[j] = true;
+                other[j] = true;
+            }
+            continue;
+        }
         if flags[i] & ERROR == 0
             || p.before + p.after == 0
             || !p.error_words
@@ -605,6 +623,12 @@ fn ends<'r, 't: 'r>(
         last_word = word;
         (k < MIN_END_LINES || used <= budget || in_run).then_some(i)
     })
+}
+
+/// rustc's location line under a diagnostic: `  --> src/main.rs:12:5` (`::: ` for a note's other file).
+fn is_rust_location(line: &str) -> bool {
+    let t = line.trim_start();
+    t.len() < line.len() && (t.starts_with("--> ") || t.starts_with("::: "))
 }
 
 /// An indented `key: value` line (`_hadError: false,`, `'content-type': 'text/html',`, `[Symbol(kError)]: null`): a
@@ -769,6 +793,17 @@ fn is_path_header(line: &str) -> bool {
 pub(crate) struct WarningBudget {
     left: usize,
     kinds: FastMap<u64, u8>,
+    /// Warnings admitted so far.
+    admitted: usize,
+}
+
+/// What [`WarningBudget::admit_shown`] lets a warning line keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admitted {
+    No,
+    WithContext,
+    /// The line (and its location), past [`MAX_WARNINGS_WITH_CONTEXT`].
+    Alone,
 }
 
 impl Default for WarningBudget {
@@ -776,6 +811,7 @@ impl Default for WarningBudget {
         Self {
             left: MAX_WARNING_LINES,
             kinds: FastMap::default(),
+            admitted: 0,
         }
     }
 }
@@ -785,7 +821,20 @@ impl WarningBudget {
     fn in_test_run() -> Self {
         Self {
             left: MAX_WARNING_LINES_IN_TEST_RUNS,
-            kinds: FastMap::default(),
+            ..Self::default()
+        }
+    }
+
+    /// [`Self::admit`], and whether the line keeps its context.
+    pub(crate) fn admit_shown(&mut self, line: &str) -> Admitted {
+        if !self.admit(line) {
+            return Admitted::No;
+        }
+        self.admitted += 1;
+        if self.admitted <= MAX_WARNINGS_WITH_CONTEXT {
+            Admitted::WithContext
+        } else {
+            Admitted::Alone
         }
     }
 

@@ -772,8 +772,8 @@ fn a_test_run_keeps_fewer_of_its_compilers_warnings() {
         "{passing}"
     );
     for out in [&failing, &passing] {
-        // The first few show what kinds there are.
-        assert!(warnings(out) <= 4, "{out}");
+        // The first few show what kinds there are: four, and the three among the run's last lines.
+        assert!(warnings(out) <= 7, "{out}");
         assert!(
             warnings(out) * 2 < warnings(&build_only),
             "{} of {}:\n{out}",
@@ -781,6 +781,64 @@ fn a_test_run_keeps_fewer_of_its_compilers_warnings() {
             warnings(&build_only)
         );
     }
+}
+
+/// A build's first warnings show their snippets; later ones (past the last lines of the run) keep their line and,
+/// for rustc, the `-->` location under it: each still says what and where, without forty snippets.
+#[test]
+fn later_warnings_keep_their_line_and_location_not_their_snippet() {
+    let kinds = [
+        "unused import",
+        "struct is never constructed",
+        "field is never read",
+        "function is never used",
+        "method is never used",
+        "constant is never used",
+        "type alias is never used",
+        "enum is never used",
+        "variable does not need to be mutable",
+        "unused variable",
+        "value assigned is never read",
+        "unreachable pattern",
+        "unused doc comment",
+        "unnecessary parentheses around function argument",
+        "variant is never constructed",
+        "trait is never used",
+    ];
+    let mut build = String::from("    Checking audion v0.1.0 (/src/audion)\n");
+    for (k, kind) in kinds.iter().enumerate() {
+        build.push_str(&format!(
+            "warning: {kind}: `item{k}`\n  --> src/m{k}.rs:{k}:5\n   |\n{k}  | let item{k} = compute_{k}();\n   |     \
+             ^^^^^^^^\n   |\n   = note: `#[warn(lint_{k})]` on by default\n\n"
+        ));
+    }
+    build.push_str(
+        "warning: `audion` (lib) generated 16 warnings\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.74s\n",
+    );
+    let mut tally = Tally::default();
+    let out = super::super::logs::compress(&build, &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    // The first eight keep their snippets.
+    for k in 0..8 {
+        assert!(
+            out.contains(&format!("let item{k} = compute_{k}();")),
+            "{k}:\n{out}"
+        );
+    }
+    // The next four are listed with their locations only (the last four are among the run's last lines).
+    for k in 8..12 {
+        let kind = kinds[k];
+        assert!(
+            out.contains(&format!(
+                "warning: {kind}: `item{k}`\n  --> src/m{k}.rs:{k}:5\n"
+            )),
+            "{k}:\n{out}"
+        );
+        assert!(
+            !out.contains(&format!("let item{k} = compute_{k}();")),
+            "{k}:\n{out}"
+        );
+    }
+    assert!(out.contains("generated 16 warnings"));
 }
 
 /// An MSBuild run's output: `count` errors, listed again under `Build FAILED.`.
