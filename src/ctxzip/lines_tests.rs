@@ -409,8 +409,8 @@ fn letters(mut i: usize) -> String {
 }
 
 /// A compiler that reports one thing in many places (gcc's `-Wimplicit-fallthrough` forty times) shows the first
-/// few of each kind with their code and caret; the others go to the marker, and a later warning of another kind
-/// still gets its place.
+/// few of each kind, the first with its code and caret; the others go to the marker, and a later warning of another
+/// kind still gets its place.
 #[test]
 fn warnings_of_one_kind_keep_the_first_few_and_other_kinds_their_place() {
     // The head (what ran) comes first, so that no warning is kept for being in it.
@@ -439,12 +439,16 @@ fn warnings_of_one_kind_keep_the_first_few_and_other_kinds_their_place() {
     assert_eq!(shown, usize::from(MAX_WARNINGS_OF_A_KIND), "{out}");
     for i in 0..usize::from(MAX_WARNINGS_OF_A_KIND) {
         let line = 100 + i * 7;
-        assert!(
-            out.contains(&format!(
-                "src/big.c:{line}:9: warning: this statement may fall through [-Wimplicit-fallthrough=]\n {line} |   case {i}: v += {i};\n      |         ^~~~\n"
-            )),
-            "{out}"
+        let warning = format!(
+            "src/big.c:{line}:9: warning: this statement may fall through [-Wimplicit-fallthrough=]\n"
         );
+        let snippet = format!("{warning} {line} |   case {i}: v += {i};\n      |         ^~~~\n");
+        assert!(out.contains(&warning), "{out}");
+        // The first of the kind shows what it looks like; the next ones say where (a snippet between two kept lines
+        // may still show, cheaper than a marker line, but not the last one's, before the marker).
+        if i == 0 || i + 1 == usize::from(MAX_WARNINGS_OF_A_KIND) {
+            assert_eq!(out.contains(&snippet), i == 0, "{i}: {out}");
+        }
     }
     assert!(
         out.contains("src/big.c:900:12: warning: unused parameter \u{2018}argc\u{2019} [-Wunused-parameter]\n 900 | int main(int argc, char **argv)\n"),
@@ -783,8 +787,9 @@ fn a_test_run_keeps_fewer_of_its_compilers_warnings() {
     }
 }
 
-/// A build's first warnings show their snippets; later ones (past the last lines of the run) keep their line and,
-/// for rustc, the `-->` location under it: each still says what and where, without forty snippets.
+/// A build's first warnings show their snippets, one of each kind; later ones (past the last lines of the run), and
+/// the next ones of a kind already shown, keep their line and, for rustc, the `-->` location under it: each still
+/// says what and where, without forty snippets.
 #[test]
 fn later_warnings_keep_their_line_and_location_not_their_snippet() {
     let kinds = [
@@ -805,40 +810,60 @@ fn later_warnings_keep_their_line_and_location_not_their_snippet() {
         "variant is never constructed",
         "trait is never used",
     ];
+    let block = |kind: &str, k: usize, name: &str| {
+        format!(
+            "warning: {kind}: `{name}`\n  --> src/m{k}.rs:{k}:5\n   |\n{k}  | let {name} = compute_{k}();\n   |     \
+             ^^^^^^^^\n   |\n   = note: `#[warn(lint_{k})]` on by default\n\n"
+        )
+    };
     let mut build = String::from("    Checking audion v0.1.0 (/src/audion)\n");
     for (k, kind) in kinds.iter().enumerate() {
-        build.push_str(&format!(
-            "warning: {kind}: `item{k}`\n  --> src/m{k}.rs:{k}:5\n   |\n{k}  | let item{k} = compute_{k}();\n   |     \
-             ^^^^^^^^\n   |\n   = note: `#[warn(lint_{k})]` on by default\n\n"
-        ));
+        build.push_str(&block(kind, k, &format!("item{k}")));
+        if k == 3 {
+            // Two more of this kind, in other places (past the head of the output, which shows what it shows).
+            build.push_str(&block(kind, 100, "again_a"));
+            build.push_str(&block(kind, 101, "again_b"));
+        }
     }
     build.push_str(
-        "warning: `audion` (lib) generated 16 warnings\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.74s\n",
+        "warning: `audion` (lib) generated 18 warnings\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.74s\n",
     );
     let mut tally = Tally::default();
     let out = super::super::logs::compress(&build, &ctx(&[], &[]), &mut tally).unwrap_or_default();
-    // The first eight keep their snippets.
-    for k in 0..8 {
+    // Of the first eight warnings, the first of each kind keeps its snippet: six kinds, since two of the eight repeat
+    // a kind.
+    for k in 0..6 {
         assert!(
             out.contains(&format!("let item{k} = compute_{k}();")),
             "{k}:\n{out}"
         );
     }
-    // The next four are listed with their locations only (the last four are among the run's last lines).
-    for k in 8..12 {
-        let kind = kinds[k];
+    // The next ones of a kind already shown, and the warnings past the eighth (the last four are among the run's
+    // last lines), are listed with their locations only.
+    let listed = [
+        (100, "function is never used", "again_a"),
+        (101, "function is never used", "again_b"),
+    ]
+    .into_iter()
+    .map(|(k, kind, name)| (k, kind, name.to_string()))
+    .chain(
+        kinds
+            .iter()
+            .enumerate()
+            .take(12)
+            .skip(6)
+            .map(|(k, kind)| (k, *kind, format!("item{k}"))),
+    );
+    for (k, kind, name) in listed {
         assert!(
             out.contains(&format!(
-                "warning: {kind}: `item{k}`\n  --> src/m{k}.rs:{k}:5\n"
+                "warning: {kind}: `{name}`\n  --> src/m{k}.rs:{k}:5\n"
             )),
-            "{k}:\n{out}"
+            "{name}:\n{out}"
         );
-        assert!(
-            !out.contains(&format!("let item{k} = compute_{k}();")),
-            "{k}:\n{out}"
-        );
+        assert!(!out.contains(&format!("let {name} = ")), "{name}:\n{out}");
     }
-    assert!(out.contains("generated 16 warnings"));
+    assert!(out.contains("generated 18 warnings"));
 }
 
 /// An MSBuild run's output: `count` errors, listed again under `Build FAILED.`.
