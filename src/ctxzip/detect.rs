@@ -600,6 +600,39 @@ pub(crate) fn starts_with_timestamp(line: &str) -> bool {
     bare_timestamp(stamp) || glog_timestamp(line) || ruby_logger_timestamp(line)
 }
 
+/// Whether a line is a linter's finding of error severity whose words need not say so: pylint's `E` (error) and `F`
+/// (fatal) messages — `E:197,41: Undefined variable 'phase' (undefined-variable)` in its older format,
+/// `pkg/mod.py:197:41: E0602: Undefined variable 'phase' (undefined-variable)` in its current one. They are what a
+/// pylint report is read for, and stay like floor lines. Only pylint's codes have a letter and four digits: flake8's
+/// and ruff's `E501` (style) and `F401` (an unused import) are not errors.
+pub(crate) fn reports_lint_error(line: &str) -> bool {
+    let b = line.as_bytes();
+    let code = |c: &[u8]| {
+        c.len() == 5 && matches!(c[0], b'E' | b'F') && c[1..].iter().all(u8::is_ascii_digit)
+    };
+    if b.len() > 4 && matches!(b[0], b'E' | b'F') && b[1] == b':' {
+        // The older format: `E:197,41: `, `F:  1, 0: `.
+        return line[2..].split_once(": ").is_some_and(|(loc, _)| {
+            loc.split_once(',').is_some_and(|(l, c)| {
+                let (l, c) = (l.trim(), c.trim());
+                !l.is_empty()
+                    && !c.is_empty()
+                    && l.bytes().all(|d| d.is_ascii_digit())
+                    && c.bytes().all(|d| d.is_ascii_digit())
+            })
+        });
+    }
+    // The current format: `path:line:col: E0602: ` — the code after the location.
+    line.split(": ")
+        .nth(1)
+        .is_some_and(|field| code(field.as_bytes()))
+        && line.split_once(": ").is_some_and(|(loc, _)| {
+            loc.rsplit(':')
+                .take(2)
+                .all(|n| !n.is_empty() && n.bytes().all(|d| d.is_ascii_digit()))
+        })
+}
+
 /// `E, [2026-06-11T21:47:17.090216 #1]`: a severity letter, a comma, the time in brackets.
 fn ruby_logger_timestamp(line: &str) -> bool {
     line.get(..4).is_some_and(|head| {
@@ -705,6 +738,30 @@ mod tests {
             "// [Array] of users",
         ] {
             assert!(!is_inspected(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn pylints_errors_are_told_from_style_findings() {
+        for error in [
+            "E:197,41: Undefined variable 'phase' (undefined-variable)",
+            "F:  1, 0: Unable to import 'serial' (import-error)",
+            "openhtf/exe/__init__.py:197:41: E0602: Undefined variable 'phase' (undefined-variable)",
+            "src/app.py:3:0: F0401: Unable to import 'yaml' (import-error)",
+        ] {
+            assert!(reports_lint_error(error), "{error}");
+        }
+        for other in [
+            "C:159, 2: Missing method docstring (missing-docstring)",
+            "W:244,17: Catching too general exception Exception (broad-except)",
+            "openhtf/exe/__init__.py:12:0: C0114: Missing module docstring (missing-module-docstring)",
+            // flake8's and ruff's codes: style and unused names, not errors.
+            "src/app.py:12:80: E501 line too long (88 > 79 characters)",
+            "src/app.py:1:1: F401 'os' imported but unused",
+            "E: the letter alone",
+            "Error: something",
+        ] {
+            assert!(!reports_lint_error(other), "{other}");
         }
     }
 

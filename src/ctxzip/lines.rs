@@ -280,7 +280,7 @@ pub(crate) fn compress_with(
         if is_error_line(r.text) && !regions::reports_pass(r.text) {
             flags[i] |= ERROR;
         }
-        if is_floor_line(r.text) {
+        if is_floor_line(r.text) || super::detect::reports_lint_error(r.text) {
             flags[i] |= FLOOR;
         }
         if !ctx.matcher.is_empty() {

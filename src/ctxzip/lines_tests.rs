@@ -866,6 +866,50 @@ fn later_warnings_keep_their_line_and_location_not_their_snippet() {
     assert!(out.contains("generated 18 warnings"));
 }
 
+/// pylint reports every finding on one line, its severity in its code: the few `E` findings (an undefined variable)
+/// among dozens of docstring and naming ones are what the report is read for, though no error word says so.
+#[test]
+fn a_pylint_reports_errors_stay_among_its_style_findings() {
+    let style = [
+        "C0116: Missing function or method docstring (missing-function-docstring)",
+        "C0103: Variable name \"x\" doesn't conform to snake_case naming style (invalid-name)",
+        "W0611: Unused import json (unused-import)",
+        "R0913: Too many arguments (7/5) (too-many-arguments)",
+        "C0301: Line too long (104/100) (line-too-long)",
+        "W0102: Dangerous default value [] as argument (dangerous-default-value)",
+        "R1705: Unnecessary \"else\" after \"return\" (no-else-return)",
+    ];
+    let mut report = String::from("************* Module app.core\n");
+    for k in 0..200 {
+        report.push_str(&format!(
+            "app/core.py:{}:{}: {}\n",
+            10 + k * 7,
+            k % 13,
+            style[k % style.len()]
+        ));
+        if k % 60 == 30 {
+            report.push_str(&format!(
+                "app/core.py:{}:11: E0602: Undefined variable 'session_{k}' (undefined-variable)\n",
+                12 + k * 7
+            ));
+        }
+    }
+    report.push_str("\n-----------------------------------\nYour code has been rated at 4.12/10\n");
+    let mut tally = Tally::default();
+    let out = super::super::logs::compress(&report, &ctx(&[], &[]), &mut tally).unwrap_or_default();
+    assert!(!out.is_empty());
+    for k in [30, 90, 150] {
+        assert!(
+            out.contains(&format!(
+                "\napp/core.py:{}:11: E0602: Undefined variable 'session_{k}' (undefined-variable)\n",
+                12 + k * 7
+            )),
+            "{k}:\n{out}"
+        );
+    }
+    assert!(out.len() * 2 < report.len(), "{out}");
+}
+
 /// An MSBuild run's output: `count` errors, listed again under `Build FAILED.`.
 fn msbuild_failure(count: usize) -> (Vec<String>, String) {
     let errors: Vec<String> = (0..count)

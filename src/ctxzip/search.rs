@@ -47,7 +47,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     let mut warnings = WarningBudget::default();
     for (i, line) in lines.iter().enumerate() {
         let hits = ctx.matcher.scan(line.as_bytes());
-        let floor = is_floor_line(line);
+        let floor = is_floor_line(line) || super::detect::reports_lint_error(line);
         protected[i] = hits.keep || floor || (is_error_line(line) && warnings.admit(line));
         score[i] = hits.query;
         let Some(path) = search_path(line) else {
