@@ -118,10 +118,10 @@ const MAX_WARNING_LINES_IN_TEST_RUNS: usize = 4;
 /// and where it looks. Kinds differ, so a build's other kinds of warnings still get their place under
 /// [`MAX_WARNING_LINES`].
 const MAX_WARNINGS_OF_A_KIND: u8 = 3;
-/// Warning lines kept of which the first of each kind keeps its context (the source snippet and notes a compiler
-/// prints under each): they show what the warnings look like. Later ones, and the next warnings of a kind already
-/// shown, keep their line, and a Rust diagnostic its `-->` location too, so each still says what and where. A
-/// build's forty warnings would otherwise send forty snippets.
+/// The first warning lines kept, among which the first of each kind keeps its context (the source snippet and notes
+/// a compiler prints under each): those show what the warnings look like. Later ones, and the next warnings of a
+/// kind already shown, keep their line, and a Rust diagnostic its `-->` location too, so each still says what and
+/// where. A build's forty warnings would otherwise send forty snippets.
 const MAX_WARNINGS_WITH_CONTEXT: usize = 8;
 /// A gap of at most this many bytes is cheaper to show than to replace by a marker line (which, with its
 /// hash and note, is about 45 bytes).
