@@ -606,31 +606,23 @@ pub(crate) fn starts_with_timestamp(line: &str) -> bool {
 /// pylint report is read for, and stay like floor lines. Only pylint's codes have a letter and four digits: flake8's
 /// and ruff's `E501` (style) and `F401` (an unused import) are not errors.
 pub(crate) fn reports_lint_error(line: &str) -> bool {
-    let b = line.as_bytes();
-    let code = |c: &[u8]| {
-        c.len() == 5 && matches!(c[0], b'E' | b'F') && c[1..].iter().all(u8::is_ascii_digit)
-    };
-    if b.len() > 4 && matches!(b[0], b'E' | b'F') && b[1] == b':' {
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|d| d.is_ascii_digit());
+    if let Some(rest) = line.strip_prefix("E:").or_else(|| line.strip_prefix("F:")) {
         // The older format: `E:197,41: `, `F:  1, 0: `.
-        return line[2..].split_once(": ").is_some_and(|(loc, _)| {
-            loc.split_once(',').is_some_and(|(l, c)| {
-                let (l, c) = (l.trim(), c.trim());
-                !l.is_empty()
-                    && !c.is_empty()
-                    && l.bytes().all(|d| d.is_ascii_digit())
-                    && c.bytes().all(|d| d.is_ascii_digit())
-            })
+        return rest.split_once(": ").is_some_and(|(loc, _)| {
+            loc.split_once(',')
+                .is_some_and(|(l, c)| number(l.trim()) && number(c.trim()))
         });
     }
     // The current format: `path:line:col: E0602: ` — the code after the location.
-    line.split(": ")
-        .nth(1)
-        .is_some_and(|field| code(field.as_bytes()))
-        && line.split_once(": ").is_some_and(|(loc, _)| {
-            loc.rsplit(':')
-                .take(2)
-                .all(|n| !n.is_empty() && n.bytes().all(|d| d.is_ascii_digit()))
-        })
+    let mut fields = line.split(": ");
+    let (Some(loc), Some(code)) = (fields.next(), fields.next()) else {
+        return false;
+    };
+    code.len() == 5
+        && code.starts_with(['E', 'F'])
+        && number(&code[1..])
+        && loc.rsplit(':').take(2).all(number)
 }
 
 /// `E, [2026-06-11T21:47:17.090216 #1]`: a severity letter, a comma, the time in brackets.

@@ -480,11 +480,9 @@ fn select(
         *copies += 1;
         keep[i] = true;
         if alone {
-            if let Some(j) = (i + 1 < n).then_some(i + 1)
-                && is_rust_location(recs[j].text)
-            {
-                keep[j] = true;
-                other[j] = true;
+            if recs.get(i + 1).is_some_and(|r| is_rust_location(r.text)) {
+                keep[i + 1] = true;
+                other[i + 1] = true;
             }
             continue;
         }
@@ -829,12 +827,11 @@ impl WarningBudget {
 
     /// [`Self::admit`], and whether the line keeps its context.
     pub(crate) fn admit_shown(&mut self, line: &str) -> Admitted {
-        if !self.admit(line) {
+        let Some(of_kind) = self.admit_counted(line) else {
             return Admitted::No;
-        }
+        };
         self.admitted += 1;
-        let first_of_kind = self.kinds.get(&warning_kind(line)) == Some(&1);
-        if first_of_kind && self.admitted <= MAX_WARNINGS_WITH_CONTEXT {
+        if of_kind == 1 && self.admitted <= MAX_WARNINGS_WITH_CONTEXT {
             Admitted::WithContext
         } else {
             Admitted::Alone
@@ -843,16 +840,22 @@ impl WarningBudget {
 
     /// Whether the warning `line` may be kept, counting it if so.
     pub(crate) fn admit(&mut self, line: &str) -> bool {
+        self.admit_counted(line).is_some()
+    }
+
+    /// [`Self::admit`], with how many warnings of the line's kind are kept now, this one included (its kind is
+    /// hashed once).
+    fn admit_counted(&mut self, line: &str) -> Option<u8> {
         if self.left == 0 {
-            return false;
+            return None;
         }
         let of_kind = self.kinds.entry(warning_kind(line)).or_insert(0);
         if *of_kind >= MAX_WARNINGS_OF_A_KIND {
-            return false;
+            return None;
         }
         *of_kind += 1;
         self.left -= 1;
-        true
+        Some(*of_kind)
     }
 }
 
