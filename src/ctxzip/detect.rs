@@ -5,6 +5,8 @@
 //! sample of lines (the first 300 and the last 100, each looked at for at most 512 bytes), so detection costs
 //! the same for a 3 KB and a 30 MB output.
 
+use std::collections::HashSet;
+
 use super::Kind;
 use super::jscan;
 use super::lines;
@@ -25,7 +27,16 @@ pub fn detect(text: &str) -> Kind {
         }
     }
     let (sample, closed) = sample_lines(text);
-    let f = Features::of(&sample, &closed);
+    // A multi-container log (`docker compose up`, `docker compose logs`) prints each line after its service's name
+    // (`web-1  | {"level": "INFO", …}`): what the lines are is read from what follows the name, and a service's
+    // output is no file to edit, whatever its lines look like.
+    let services = service_prefixed(&sample);
+    let f = if services {
+        let payloads: Vec<&str> = sample.iter().map(|l| after_service(l)).collect();
+        Features::of(&payloads, &closed)
+    } else {
+        Features::of(&sample, &closed)
+    };
     // A diff is a text that opens as one (a wrapper line or two may come first); a log that merely contains a
     // patch — an evaluation run printing `git diff` before its tests — is a log.
     if (f.diff_files > 0 || (f.hunks > 0 && f.minus_plus_headers > 0))
@@ -54,7 +65,8 @@ pub fn detect(text: &str) -> Kind {
     // lines the query picks.
     // Nor is a value printed by its runtime (`console.log` of a nested object, whose keys and literals read as a JS
     // object literal): what it shows of nested values (`[Object]`, `Map(25) {`) no source holds.
-    let not_source = f.diff_files > 0
+    let not_source = services
+        || f.diff_files > 0
         || f.hunks > 0
         || (f.nonempty >= 5 && f.labelled * 10 >= f.nonempty * 8)
         || reads_as_printout(f.inspected, f.nonempty)
@@ -123,6 +135,63 @@ pub(crate) fn is_inspected(t: &str) -> bool {
                 !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
             })
         })
+}
+
+/// Fewer lines than this read as one service's log, however they look.
+const MIN_SERVICE_LINES: usize = 3;
+/// A multi-container log names few services: a column of many distinct values before a `|` is a table's.
+const MAX_SERVICES: usize = 8;
+
+/// The length of a container log's service prefix on `line`: a compose service's name (`web-1`, `db_1`,
+/// `backend_theater`), the spaces that pad it to the longest name, and `| ` (or a bare `|` ending an empty line).
+fn service_prefix_len(line: &str) -> Option<usize> {
+    let name = line
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        .count();
+    if name == 0 || name > 64 {
+        return None;
+    }
+    let rest = &line[name..];
+    let pad = rest.bytes().take_while(|&b| b == b' ').count();
+    let after = rest[pad..].strip_prefix('|')?;
+    if pad == 0 || !(after.is_empty() || after.starts_with(' ')) {
+        return None;
+    }
+    Some(line.len() - after.strip_prefix(' ').unwrap_or(after).len())
+}
+
+/// What a container log's line says after its service prefix; the line itself when it has none.
+fn after_service(line: &str) -> &str {
+    service_prefix_len(line).map_or(line, |n| &line[n..])
+}
+
+/// Whether four in five of the sampled non-empty lines carry a service prefix ([`service_prefix_len`]) with the
+/// `|` in one column (compose pads every name to the longest), naming at most [`MAX_SERVICES`] services.
+fn service_prefixed(sample: &[&str]) -> bool {
+    let mut nonempty = 0;
+    let mut prefixed = 0;
+    let mut column = None;
+    let mut names: HashSet<&str> = HashSet::new();
+    for line in sample {
+        if line.trim().is_empty() {
+            continue;
+        }
+        nonempty += 1;
+        let Some(len) = service_prefix_len(line) else {
+            continue;
+        };
+        let bar = line[..len].trim_end().len() - 1;
+        if *column.get_or_insert(bar) != bar {
+            return false;
+        }
+        names.insert(line[..bar].trim_end());
+        if names.len() > MAX_SERVICES {
+            return false;
+        }
+        prefixed += 1;
+    }
+    prefixed >= MIN_SERVICE_LINES && prefixed * 5 >= nonempty * 4
 }
 
 /// The sampled lines, each cut to its first [`SAMPLE_LINE_BYTES`], and whether each whole line ends with `}` (a
@@ -833,6 +902,50 @@ mod tests {
         assert!(!is_html_document("<div>fragment</div>"));
         assert!(!is_html_document("<!DOCTYPE svg>"));
         assert!(!is_html_document("<htm"));
+    }
+
+    #[test]
+    fn a_multi_container_log_is_read_from_what_follows_each_service_name() {
+        // `docker compose logs`: a service's JSON records after its padded name, and uvicorn's plain lines.
+        let mut lines = vec![
+            "web-1     | INFO:     Started server process [1]".to_string(),
+            "worker-1  | starting".to_string(),
+            "web-1     |".to_string(),
+        ];
+        for i in 0..20 {
+            lines.push(format!(
+                r#"web-1     | {{"timestamp": "2026-02-17T13:26:{i:02}", "level": "INFO", "message": "step {i}", "module": "main", "lineNo": {i}}}"#
+            ));
+        }
+        assert_eq!(detect(&lines.join("\n")), Kind::JsonLines);
+        // Lines that would read as source on their own (a dev server echoing what it evaluates) are a service's
+        // output all the same.
+        let echoed: Vec<String> = (0..20)
+            .map(|i| format!("app_1  | const handler{i} = require('./routes/{i}');"))
+            .collect();
+        assert_ne!(detect(&echoed.join("\n")), Kind::Code);
+        // The same lines without the names read as source, as before.
+        let source: Vec<&str> = echoed.iter().map(|l| after_service(l)).collect();
+        assert_eq!(detect(&source.join("\n")), Kind::Code);
+    }
+
+    #[test]
+    fn a_table_is_no_multi_container_log() {
+        // A first column of many values before `|` (a report's table), or bars in different columns.
+        let table: Vec<String> = (0..20).map(|i| format!("row{i}  | {i}")).collect();
+        let table: Vec<&str> = table.iter().map(String::as_str).collect();
+        assert!(!service_prefixed(&table));
+        assert!(!service_prefixed(&[
+            "a  | x", "bb  | y", "a  | z", "a  | w"
+        ]));
+        assert!(service_prefixed(&[
+            "a   | x", "bb  | y", "a   | z", "a   |"
+        ]));
+        // A psql row opens with a space; a shell pipe has no padding before the bar.
+        assert_eq!(service_prefix_len("  1 | alice"), None);
+        assert_eq!(service_prefix_len("cat| grep x"), None);
+        assert_eq!(service_prefix_len("web-1  | hello"), Some(9));
+        assert_eq!(after_service("web-1  | hello"), "hello");
     }
 
     #[test]
