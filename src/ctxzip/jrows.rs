@@ -8,7 +8,9 @@
 //! `homepage`, …) documents rather than reports, so neither counts.
 
 use super::jscan::{Span, object_members, plain_str, scan_string};
-use super::relevance::{find_error_word, is_error_line, is_floor_line};
+use super::relevance::{
+    find_error_word, is_error_line, is_error_line_past_warnings, is_floor_line, is_warning_word,
+};
 
 /// Keys whose non-empty value marks an error record.
 const ERROR_KEYS: [&str; 13] = [
@@ -83,8 +85,21 @@ pub(crate) fn stays_whole(text: &str, value: Span, row: &str, keep: bool) -> boo
     keep || is_error_value(text, value) || row.split('\n').any(is_floor_line)
 }
 
+/// Whether a row that [`stays_whole`] does so only for a warning: a status like `"severity": "WARNING"` or
+/// `"level": "warn"`, or a message with a warning word, and no keep-pattern hit, floor line or other sign of an
+/// error. A scanner's or linter's report (semgrep, SARIF) is all such rows: like a flood of warning lines, its
+/// first few show what they are, and the rest may be sampled.
+pub(crate) fn warns_only(text: &str, value: Span, row: &str, keep: bool) -> bool {
+    !keep && !error_value(text, value, false) && !row.split('\n').any(is_floor_line)
+}
+
 /// Whether the JSON value at `span` (already validated) reads like an error record.
 pub(crate) fn is_error_value(text: &str, span: Span) -> bool {
+    error_value(text, span, true)
+}
+
+/// [`is_error_value`], with `warnings`: whether a warning's status or words count as an error.
+fn error_value(text: &str, span: Span, warnings: bool) -> bool {
     let b = text.as_bytes();
     // Per open container: the key that governs values directly inside it.
     let mut governing: Vec<Option<&str>> = Vec::new();
@@ -128,7 +143,7 @@ pub(crate) fn is_error_value(text: &str, span: Span) -> bool {
                         *top = plain_str(text, s);
                     }
                     expect_key = false;
-                } else if string_is_error(text, s, governing.last().copied().flatten()) {
+                } else if string_is_error(text, s, governing.last().copied().flatten(), warnings) {
                     return true;
                 }
                 i = end;
@@ -171,7 +186,7 @@ fn scalar_is_error(token: &str, key: Option<&str>) -> bool {
     false
 }
 
-fn string_is_error(text: &str, s: Span, key: Option<&str>) -> bool {
+fn string_is_error(text: &str, s: Span, key: Option<&str>, warnings: bool) -> bool {
     if s.len() <= 2 {
         return false;
     }
@@ -189,11 +204,18 @@ fn string_is_error(text: &str, s: Span, key: Option<&str>) -> bool {
             owned.as_str()
         }
     };
+    let error_line = |line: &str| match warnings {
+        true => is_error_line(line),
+        false => is_error_line_past_warnings(line),
+    };
     if !content.contains(char::is_whitespace) {
         let status = key.is_some_and(|k| key_in(k, &STATUS_KEYS));
-        return status && (is_error_line(content) || is_error_token(content));
+        return status
+            && (error_line(content)
+                || (is_error_token(content)
+                    && (warnings || !is_warning_word(content.as_bytes()))));
     }
-    content.split('\n').any(is_error_line)
+    content.split('\n').any(error_line)
 }
 
 /// Status values that are errors without being error words (`"level": "err"`).

@@ -10,7 +10,7 @@
 
 use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
-use super::jrows::{status_key, status_value, stays_whole};
+use super::jrows::{status_key, status_value, stays_whole, warns_only};
 use super::jscan::{Member, Span, array_items, scan_string};
 use super::json_delta::{Reference, reduce_row};
 use super::json_object::compress_value;
@@ -96,10 +96,18 @@ pub(crate) fn compress_container(
     };
     let mut marks = vec![Mark::Drop; n];
     let mut relevant: Vec<(u32, usize)> = Vec::new();
+    // Rows kept for a warning alone: the first few stay whole, as the head would show them; past those they are
+    // rows like the others (a scanner's report of forty `"severity": "WARNING"` findings).
+    let mut warnings: usize = 0;
     for (i, e) in elems.iter().enumerate() {
         let hits = ctx.matcher.scan(&b[e.whole.start..e.whole.end]);
         let row = &text[e.whole.start..e.whole.end];
-        if stays_whole(text, e.value, row, hits.keep) {
+        let protect = stays_whole(text, e.value, row, hits.keep)
+            && (!warns_only(text, e.value, row, hits.keep) || {
+                warnings += 1;
+                warnings <= head
+            });
+        if protect {
             marks[i] = Mark::Protect;
         } else if hits.query != 0 {
             relevant.push((hits.query, i));
@@ -454,6 +462,43 @@ mod tests {
         )
         .unwrap_or_default();
         assert!(out.contains(&plain[9]), "{out}");
+    }
+
+    #[test]
+    fn a_report_of_warnings_keeps_its_first_few_and_every_error() {
+        // A scanner's findings (semgrep's `--json`): forty warnings, one error, and one warning whose message
+        // holds a floor word.
+        let rows: Vec<String> = (0..42)
+            .map(|i| {
+                let (severity, message) = match i {
+                    20 => ("ERROR", "SQL built from user input"),
+                    30 => ("WARNING", "the request may fail open"),
+                    _ => ("WARNING", "template built with string formatting"),
+                };
+                format!(
+                    "{{\"check_id\": \"rule-{i}\", \"path\": \"app/r{i}.py\", \"extra\": {{\"message\": \"{message}\", \"severity\": \"{severity}\"}}}}"
+                )
+            })
+            .collect();
+        let t = format!("[\n  {}\n]", rows.join(",\n  "));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok());
+        assert!(out.contains(&rows[20]) && out.contains(&rows[30]), "{out}");
+        let warnings = (0..42)
+            .filter(|&i| i != 20 && i != 30 && out.contains(&rows[i]))
+            .count();
+        assert!(warnings < 20, "{warnings} warnings shown: {out}");
+        assert!(out.contains("\"total\": 42, \"dropped\": "), "{out}");
+        // A status that says only `warn` counts the same way; one that says `error` keeps its row.
+        let logs: Vec<String> = (0..60)
+            .map(|i| {
+                let level = if i == 45 { "error" } else { "warn" };
+                format!("{{\"level\": \"{level}\", \"msg\": \"slow query {i}\"}}")
+            })
+            .collect();
+        let t = format!("[\n  {}\n]", logs.join(",\n  "));
+        let out = run(&t, &Options::default()).unwrap_or_default();
+        assert!(out.contains(&logs[45]) && !out.contains(&logs[30]), "{out}");
     }
 
     #[test]

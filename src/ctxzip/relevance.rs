@@ -60,6 +60,29 @@ pub fn is_error_line(line: &str) -> bool {
     line.len() <= MAX_ERROR_LINE_BYTES && find_error_word(line.as_bytes(), 0).is_some()
 }
 
+/// Whether `line` holds an error word other than a warning's (`warning`, `warnings`, `WARN`): what makes an error
+/// line beyond a flood of warnings.
+pub(crate) fn is_error_line_past_warnings(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut from = 0;
+    while line.len() <= MAX_ERROR_LINE_BYTES
+        && let Some((start, end)) = find_error_word(b, from)
+    {
+        if !is_warning_word(&b[start..end]) {
+            return true;
+        }
+        from = end;
+    }
+    false
+}
+
+/// A warning's word as [`find_error_word`] matches it: `warning`, `warnings`, `WARN`.
+pub(crate) fn is_warning_word(word: &[u8]) -> bool {
+    [&b"warning"[..], b"warnings", b"warn"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+}
+
 /// Byte range of the first error word at or after `from`.
 ///
 /// Whole words only, case-insensitive, with boundaries strict enough to skip identifiers: a word glued to
@@ -396,6 +419,24 @@ mod tests {
             "warningless code",
         ] {
             assert!(!is_error_line(l), "{l}");
+        }
+    }
+
+    #[test]
+    fn an_error_past_warnings_needs_a_word_other_than_a_warnings() {
+        for l in [
+            "WARN slow query",
+            "2 warnings generated",
+            "Warning: deprecated",
+        ] {
+            assert!(is_error_line(l) && !is_error_line_past_warnings(l), "{l}");
+        }
+        for l in [
+            "warning: request timed out",
+            "WARN cannot reach db",
+            "Warnings: 1, errors: 2",
+        ] {
+            assert!(is_error_line_past_warnings(l), "{l}");
         }
     }
 
