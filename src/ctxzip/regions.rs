@@ -967,6 +967,34 @@ pub(crate) fn is_frame(t: &str) -> bool {
     (t.starts_with("at ") && (t.contains('(') || t.contains(':')))
         || (t.starts_with("... ") && t.ends_with(" more"))
         || is_ruby_frame(t)
+        || is_php_frame(t)
+}
+
+/// A frame of PHP's `Stack trace:` (what an uncaught exception prints, in the error log and in Laravel's
+/// `[stacktrace]`): `#0 /app/src/Container.php(719): Container->build('App\\Kernel')`, `#1 [internal function]: f()`,
+/// and the last, `#7 {main}`.
+pub(crate) fn is_php_frame(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix('#') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let Some(call) = rest[digits..].strip_prefix(' ').filter(|_| digits > 0) else {
+        return false;
+    };
+    call == "{main}"
+        || call.starts_with("[internal function]: ")
+        || call.split_once("): ").is_some_and(|(place, _)| {
+            place.rsplit_once('(').is_some_and(|(path, line)| {
+                !path.is_empty()
+                    && !path.contains(' ')
+                    && !line.is_empty()
+                    && line.bytes().all(|b| b.is_ascii_digit())
+            })
+        })
+        // PHP's error log cuts a long trace inside a frame; what is left still opens as one.
+        || call
+            .split_once(".php(")
+            .is_some_and(|(path, _)| !path.is_empty() && !path.contains(' '))
 }
 
 /// A Ruby backtrace frame as RSpec prints it under a failure (`# ./lib/cart.rb:48:in `total'`) or Ruby under an
@@ -1050,6 +1078,19 @@ mod tests {
         assert!(is_frame("from /app/lib/cart.rb:12:in 'Cart#total'"));
         assert!(!is_frame("# ./lib/graders/grader.rb is the grader"));
         assert!(!is_frame("# see lib/cart.rb:12 for why"));
+        assert!(is_frame(
+            "#0 /srv/app/vendor/laravel/Container.php(719): ReflectionClass->__construct('App\\\\Kernel')"
+        ));
+        assert!(is_frame(
+            "#1 [internal function]: App\\Jobs\\Sync->handle()"
+        ));
+        assert!(is_frame("#7 {main}"));
+        assert!(is_frame(
+            "#4 /srv/app/vendor/Container.php(246): Illuminate\\Foundation\\App in /srv/app/x.php"
+        ));
+        assert!(!is_frame("#1 item (2): see notes"));
+        assert!(!is_frame("#12 is the issue (see #3): fixed"));
+        assert!(!is_frame("## 2. Usage"));
         for pass in [
             "      ✓ a failed job should be removable",
             "      ✔ fails over to the replica (12ms)",
@@ -1266,6 +1307,23 @@ mod tests {
         let (kept, repeated) = kept_and_repeated(&text);
         assert!(kept.contains(&"java.io.IOException: two"));
         assert_eq!(kept.len(), 5, "{kept:?}");
+        assert_eq!(repeated, frames.lines().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_php_stack_logged_again_is_shown_once() {
+        // PHP's error log: the same uncaught exception on every request, each with its `Stack trace:`.
+        let frames = "#0 /srv/vendor/Container.php(719): ReflectionClass->__construct('App\\\\Kernel')\n#1 /srv/vendor/Container.php(598): Container->build('App\\\\Kernel')\n#2 /srv/public/index.php(52): Container->make('App\\\\Kernel')\n#3 {main}\n";
+        let fatal = "PHP Fatal error:  Uncaught ReflectionException: Class App\\Http\\Kernel does not exist";
+        let text = format!(
+            "[10-Apr-2017 02:24:18 UTC] {fatal}\nStack trace:\n{frames}[10-Apr-2017 02:24:56 UTC] {fatal}\nStack trace:\n{frames}"
+        );
+        let (kept, repeated) = kept_and_repeated(&text);
+        assert_eq!(
+            kept.iter().filter(|l| l.starts_with("#0 ")).count(),
+            1,
+            "{kept:?}"
+        );
         assert_eq!(repeated, frames.lines().collect::<Vec<_>>());
     }
 
