@@ -925,6 +925,39 @@ pub(crate) fn reports_pass(line: &str) -> bool {
         })
         || prove_file_passed(t)
         || dart_progress(t)
+        || playwright_progress(t)
+}
+
+/// Playwright's line reporter, one line per test as it starts: `[12/39] [chromium] › e2e/auth.spec.ts:55:3 ›
+/// Auth Flows › login shows an error` (the project in brackets, or `›` between location and title). A test that
+/// fails gets its own numbered block under it (`  1) [chromium] › …`) with the error, so the progress line itself
+/// reports nothing gone wrong. Ninja's `[12/200] Building CXX object …` names no test's `file:line:col`.
+fn playwright_progress(t: &str) -> bool {
+    let Some((count, rest)) = t.strip_prefix('[').and_then(|r| r.split_once("] ")) else {
+        return false;
+    };
+    let Some((done, total)) = count.split_once('/') else {
+        return false;
+    };
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    // The test's place, `file:line:col`, as the reporter names every test.
+    let located = |r: &str| {
+        r.split_whitespace().any(|word| {
+            let mut parts = word.rsplitn(3, ':');
+            let (col, line, file) = (parts.next(), parts.next(), parts.next());
+            col.is_some_and(digits)
+                && line.is_some_and(digits)
+                && file.is_some_and(|f| !f.is_empty())
+        })
+    };
+    digits(done)
+        && digits(total)
+        && located(rest)
+        && (rest.contains(" › ")
+            || rest
+                .strip_prefix('[')
+                .and_then(|r| r.split_once("] "))
+                .is_some_and(|(project, _)| !project.is_empty() && !project.contains(' ')))
 }
 
 /// A line of Dart's and Flutter's compact test reporter that no test failed on: `00:03 +72: path: imports remote
@@ -1105,6 +1138,8 @@ mod tests {
             "00:03 +82 -1: test/api_test.dart: extractErrorMessage reads error key",
             "01:12 +5 ~1: loading test/widget_test.dart",
             "00:00 +0: loading test/widget_test.dart",
+            "[8/39] [chromium] › e2e/auth.spec.ts:55:3 › Auth Flows › login with invalid credentials shows error",
+            "[3/3] tests/a.spec.ts:4:9 › Login › fails over to the replica",
         ] {
             assert!(reports_pass(pass), "{pass}");
         }
@@ -1120,6 +1155,8 @@ mod tests {
             "00:03 +72 -1: test/services/icons_test.dart: imports remote GIF icons [E]",
             "00:05 +111 -1: Some tests failed.",
             "12:00 + a note: noon",
+            "[12/200] Building CXX object src/CMakeFiles/app.dir/error.cpp.o",
+            "[1/2] [sic] the failure",
         ] {
             assert!(!reports_pass(other), "{other}");
         }
