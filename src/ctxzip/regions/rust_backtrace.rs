@@ -11,7 +11,8 @@
 //! already shown above (several tests failing through the same helpers) become `(the same stack frames as above)`.
 //! A frame is the runtime's when its location is in the toolchain's library (`/rustc/…`), a dependency's source
 //! (`~/.cargo/registry/…`) or the C library, or, with no location, when its symbol is in `std`, `core`, `alloc` or
-//! `test`. Pure: line ranges in, flags out.
+//! `test`, or has no path at all (a C library's `g_signal_emit`, `<unknown>`: a GUI toolkit's event loop calling
+//! back into the program). Pure: line ranges in, flags out.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -74,8 +75,12 @@ impl Frame<'_> {
         if let Some(path) = self.location {
             return RUNTIME_PATHS.iter().any(|p| path.contains(p));
         }
+        // No Rust item lacks a path: a symbol without one (`g_signal_emit`, `<unknown>`) is a foreign library's
+        // frame, a GUI toolkit's or the C library's, that the program called into or was called back from.
         let krate = crate_of(self.symbol);
-        RUNTIME_CRATES.contains(&krate) || RUNTIME_SYMBOLS.contains(&krate)
+        RUNTIME_CRATES.contains(&krate)
+            || RUNTIME_SYMBOLS.contains(&krate)
+            || !self.symbol.contains("::")
     }
 }
 
@@ -371,6 +376,45 @@ mod tests {
         let (keep, _, rust) = run(&task_panic(3));
         assert!(rust.iter().all(|r| *r == 0));
         assert!(keep[3..13].iter().all(|k| *k));
+    }
+
+    #[test]
+    fn a_c_librarys_frames_between_the_programs_go() {
+        // A GUI toolkit's event loop (`RUST_BACKTRACE=full`: addresses, C symbols without paths or locations)
+        // calling back into the program's handler.
+        let mut text = String::from("stack backtrace:\n");
+        text.push_str("   0:     0x5e9e8d4b52ca - gui::window::on_toggle::h5dce09980d899dcc\n                               at /src/gui/src/window.rs:644:20\n");
+        for k in 1..12 {
+            let symbol = if k % 3 == 0 {
+                "g_signal_emit"
+            } else {
+                "<unknown>"
+            };
+            text.push_str(&format!("  {k}:     0x74af5a8be{k:03x} - {symbol}\n"));
+        }
+        text.push_str("  12:     0x5e9e8d4ac8e5 - gui::main::h5bf7058a76f6832a\n                               at /src/gui/src/main.rs:16:9\n");
+        let lines: Vec<&str> = text.lines().collect();
+        let (keep, _, rust) = run(&text);
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or(usize::MAX)
+        };
+        for needle in [
+            "on_toggle",
+            "window.rs:644",
+            "gui::main",
+            "main.rs:16",
+            "  1:  ",
+            "  11:  ",
+        ] {
+            assert!(keep[at(needle)], "{needle}");
+        }
+        for k in 2..11 {
+            let i = at(&format!("  {k}:  "));
+            assert!(!keep[i] && rust[i] == RUNTIME, "frame {k}");
+        }
     }
 
     #[test]
