@@ -404,6 +404,11 @@ fn select(
         Regions::Runs => regions::mark(texts, &mut keep, &mut repeated, &mut why),
         Regions::TestReport => super::testxml::mark(texts, &mut keep, &mut repeated),
     }
+    // A stack printed again says nothing new in the head or the tail either (a server's log that ends on the
+    // tenth copy of one panic): its frames go behind the marker that says so, whatever kept them above.
+    for (k, r) in keep.iter_mut().zip(&repeated) {
+        *k &= !*r;
+    }
     // A value a runtime printed (an HTTP client's error object: its request, socket and timers, member after
     // member) holds error words in its keys (`_hadError: false`, `error: [Function: onError]`): such a member line
     // stays, as the floor says, but its neighbours are other members, no context of it.

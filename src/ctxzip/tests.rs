@@ -601,3 +601,42 @@ fn a_warnings_summary_whose_header_was_cut_away_is_still_read_as_one() {
         .collect();
     assert_eq!(regions::warnings_summary_rest(&no_docs), None);
 }
+
+#[test]
+fn a_stack_printed_again_in_the_last_lines_is_not_shown_again() {
+    // A server's log: each request panics the same way, and the log ends on another copy of that stack.
+    let stack = |goroutine: usize| {
+        format!(
+            "goroutine {goroutine} [running]:\nnet/http.(*conn).serve.func1(0xc42012e{goroutine:03x})\n\t/usr/local/go/src/net/http/server.go:1491 +0x12a\npanic(0x2fbca0, 0xc42000c0e0)\n\t/usr/local/go/src/runtime/panic.go:458 +0x243\nmain.makeHandler.func1(0x4c12e0, 0xc42011a{goroutine:03x})\n\t/srv/log_generator.go:45 +0xb2\nnet/http.HandlerFunc.ServeHTTP(0xc420114070)\n\t/usr/local/go/src/net/http/server.go:1726 +0x44\ncreated by net/http.(*Server).Serve\n\t/usr/local/go/src/net/http/server.go:2293 +0x44d\n"
+        )
+    };
+    let mut text = String::new();
+    for k in 0..8 {
+        text.push_str(&format!(
+            "2016/09/21 09:53:{k:02} http: panic serving [::1]:{}: runtime error: index out of range\n",
+            56452 + k
+        ));
+        text.push_str(&stack(18 + k));
+        for r in 0..6 {
+            text.push_str(&format!(
+                "2016/09/21 09:53:{k:02} GET /items/{r} 200 in 3ms\n"
+            ));
+        }
+    }
+    text.push_str(
+        "2016/09/21 09:54:00 http: panic serving [::1]:56499: runtime error: index out of range\n",
+    );
+    text.push_str(&stack(99));
+    let c = compress(&text, &Options::default());
+    assert!(c.is_some(), "{text}");
+    let Some(c) = c else { return };
+    // The first copy whole, the last one's frames behind a marker though they are the log's last lines.
+    assert_eq!(
+        c.text.matches("/srv/log_generator.go:45").count(),
+        1,
+        "{}",
+        c.text
+    );
+    assert!(c.text.contains("[::1]:56499: runtime error"), "{}", c.text);
+    assert!(keeps_floor(&text, &c.text));
+}
