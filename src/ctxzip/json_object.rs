@@ -23,6 +23,11 @@ use super::{Ctx, Kind, Tally, Unit, compress_kind, detect};
 const MAX_NEST: usize = 6;
 /// Objects with more members than this (and large enough) are maps: members are rows.
 const MAP_MIN_MEMBERS: usize = 16;
+/// Objects of records need only this many members to count as maps when every record has the same keys
+/// ([`same_records`]).
+const MAP_MIN_RECORDS: usize = 6;
+/// Keys a record of such a map has at least: two objects that share one key are no table.
+const MIN_RECORD_KEYS: usize = 3;
 /// Objects of scalars need this many members to count as maps (a record can have dozens of string fields).
 const MAP_MIN_SCALARS: usize = 64;
 /// Strings whose JSON text is shorter than this stay as they are.
@@ -403,7 +408,7 @@ fn is_link(text: &str, m: &Member) -> bool {
 /// (`npm outdated --json` lists a package installed at two versions as an array of its two records).
 fn is_map(b: &[u8], members: &[Member]) -> bool {
     if members.len() <= MAP_MIN_MEMBERS {
-        return false;
+        return members.len() >= MAP_MIN_RECORDS && same_records(b, members);
     }
     let mut classes = [0usize; 3];
     for m in members {
@@ -420,6 +425,31 @@ fn is_map(b: &[u8], members: &[Member]) -> bool {
         .max_by_key(|(_, c)| **c)
         .unwrap_or((2, &0));
     count * 10 >= members.len() * 9 && (class == 0 || members.len() > MAP_MIN_SCALARS)
+}
+
+/// Whether every member's value is an object with the same keys, in the same order, and more than one: a table
+/// keyed by name (bandit's `metrics` per file, a test run's stats per suite), whatever its size. A record's own
+/// members are of different kinds (its `start` and `end` positions share keys, its `user` and `repo` do not).
+fn same_records(b: &[u8], members: &[Member]) -> bool {
+    let keys = |m: &Member| -> Option<Vec<&[u8]>> {
+        if b.get(m.value.start) != Some(&b'{') {
+            return None;
+        }
+        let inner = object_members(b, m.value)?;
+        Some(
+            inner
+                .iter()
+                .filter_map(|k| b.get(k.key.start..k.key.end))
+                .collect(),
+        )
+    };
+    let Some(first) = members.first().and_then(keys) else {
+        return false;
+    };
+    first.len() >= MIN_RECORD_KEYS
+        && members[1..]
+            .iter()
+            .all(|m| keys(m).as_ref() == Some(&first))
 }
 
 /// A long string: text with lines goes through the text compressors, one long line is shortened.
@@ -807,6 +837,50 @@ mod tests {
         let obj = v.as_object().cloned().unwrap_or_default();
         assert!(obj.contains_key("k0") && obj.contains_key("k199") && obj.contains_key("_ctxzip"));
         assert!(out.contains("\"mode_counts\": {\"chat\": "), "{out}");
+    }
+
+    #[test]
+    fn a_small_table_keyed_by_name_is_sampled_like_a_map() {
+        // bandit's `metrics`: one record of the same counters per file, fewer than a map needs otherwise.
+        let row = |i: usize| {
+            format!(
+                "\"./src/m{i}.py\": {{\n      \"CONFIDENCE.HIGH\": {},\n      \"CONFIDENCE.LOW\": 0,\n      \"CONFIDENCE.MEDIUM\": 0,\n      \"CONFIDENCE.UNDEFINED\": 0,\n      \"SEVERITY.HIGH\": 0,\n      \"SEVERITY.LOW\": {},\n      \"SEVERITY.MEDIUM\": 0,\n      \"SEVERITY.UNDEFINED\": 0,\n      \"loc\": {},\n      \"nosec\": 0,\n      \"skipped_tests\": 0\n    }}",
+                i % 3,
+                i % 2,
+                40 + 17 * i
+            )
+        };
+        let rows: Vec<String> = (0..14).map(row).collect();
+        let t = format!(
+            "{{\n  \"metrics\": {{\n    {}\n  }},\n  \"errors\": []\n}}",
+            rows.join(",\n    ")
+        );
+        let out = run(&t).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        let metrics = v["metrics"].as_object().cloned().unwrap_or_default();
+        assert!(
+            metrics.contains_key("./src/m0.py") && metrics.contains_key("./src/m13.py"),
+            "{out}"
+        );
+        assert!(
+            metrics.contains_key("_ctxzip") && metrics.len() < 12,
+            "{out}"
+        );
+        // Records whose keys differ are a record's members, not a table's rows.
+        let mixed: Vec<String> = (0..8)
+            .map(|i| {
+                format!(
+                    "\"f{i}\": {{\"a{i}\": 1, \"b\": 2, \"c\": \"{}\"}}",
+                    "x".repeat(300)
+                )
+            })
+            .collect();
+        let t = format!("{{\"o\": {{{}}}}}", mixed.join(", "));
+        let out = run(&t).unwrap_or_default();
+        assert!(
+            !out.contains("rows_offloaded") && !out.contains("keys_offloaded\", \"total"),
+            "{out}"
+        );
     }
 
     /// A package registry's answer: versions keyed by their number, each a record copying most of the first.
