@@ -299,6 +299,14 @@ mod tests {
         s
     }
 
+    /// The index of the first of `lines` holding `needle` (past the end when none does).
+    fn line_with(lines: &[&str], needle: &str) -> usize {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or(usize::MAX)
+    }
+
     fn run(text: &str) -> (Vec<bool>, Vec<bool>, Vec<u8>) {
         let lines: Vec<&str> = text.lines().collect();
         let n = lines.len();
@@ -350,12 +358,7 @@ mod tests {
         let text = task_panic(30);
         let lines: Vec<&str> = text.lines().collect();
         let (keep, repeated, rust) = run(&text);
-        let at = |needle: &str| {
-            lines
-                .iter()
-                .position(|l| l.contains(needle))
-                .unwrap_or(usize::MAX)
-        };
+        let at = |needle: &str| line_with(&lines, needle);
         // The program's frame, and its neighbours: the call that panicked and the task that polled it.
         for needle in [
             "asyncsvc::run_job",
@@ -395,12 +398,7 @@ mod tests {
         text.push_str("  12:     0x5e9e8d4ac8e5 - gui::main::h5bf7058a76f6832a\n                               at /src/gui/src/main.rs:16:9\n");
         let lines: Vec<&str> = text.lines().collect();
         let (keep, _, rust) = run(&text);
-        let at = |needle: &str| {
-            lines
-                .iter()
-                .position(|l| l.contains(needle))
-                .unwrap_or(usize::MAX)
-        };
+        let at = |needle: &str| line_with(&lines, needle);
         for needle in [
             "on_toggle",
             "window.rs:644",
