@@ -1,7 +1,8 @@
 //! JSON arrays (and objects used as maps): keep some rows, put the rest behind markers, stay valid JSON.
 //!
-//! In the request path a JSON list answer keeps its first and last rows, every error-like row verbatim, keep-
-//! pattern rows and the rows most relevant to the query; duplicates of a shown row go too. Rows are copied
+//! In the request path a JSON list answer keeps its first and last rows, every error-like row verbatim (a row
+//! error-like only for a warning, among the first few: a scanner's report of warnings is sampled), keep-pattern rows
+//! and the rows most relevant to the query; duplicates of a shown row go too. Rows are copied
 //! byte for byte from the original (its formatting survives); a large kept row that is not protected is
 //! compressed recursively. All dropped rows are stood for by one element at the place of the first dropped
 //! one, e.g. `{"_ctxzip": "<<ctxzip:HASH 38_rows_offloaded>>", "total": 50, "dropped": 38,

@@ -68,7 +68,7 @@ pub(crate) fn is_error_line_past_warnings(line: &str) -> bool {
     while line.len() <= MAX_ERROR_LINE_BYTES
         && let Some((start, end)) = find_error_word(b, from)
     {
-        if !is_warning_word(&b[start..end]) {
+        if !b.get(start..end).is_some_and(is_warning_word) {
             return true;
         }
         from = end;
