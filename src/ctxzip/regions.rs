@@ -926,6 +926,26 @@ pub(crate) fn reports_pass(line: &str) -> bool {
         || prove_file_passed(t)
         || dart_progress(t)
         || playwright_progress(t)
+        || tasty_passed(line.trim_end_matches('\r'))
+}
+
+/// tasty's (Haskell's test runner) line for a test that passed, indented under its group and padded to the
+/// longest name: `      reports errors for bad input:            OK (0.02s)`. A failing one says `FAIL` and prints
+/// its reason under it.
+fn tasty_passed(line: &str) -> bool {
+    let t = line.trim();
+    let indented = line.len() - line.trim_start().len() >= 2;
+    let verdict = t.strip_suffix("OK").or_else(|| {
+        let (head, time) = t.rsplit_once(" (")?;
+        let secs = time.strip_suffix("s)")?.trim_end_matches('m');
+        (!secs.is_empty() && secs.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+            .then_some(head)
+            .and_then(|h| h.strip_suffix("OK"))
+    });
+    indented
+        && verdict.is_some_and(|name| {
+            name.ends_with(' ') && name.trim_end().ends_with(':') && name.trim_end().len() > 1
+        })
 }
 
 /// Playwright's line reporter, one line per test as it starts: `[12/39] [chromium] › e2e/auth.spec.ts:55:3 ›
@@ -1140,6 +1160,8 @@ mod tests {
             "00:00 +0: loading test/widget_test.dart",
             "[8/39] [chromium] › e2e/auth.spec.ts:55:3 › Auth Flows › login with invalid credentials shows error",
             "[3/3] tests/a.spec.ts:4:9 › Login › fails over to the replica",
+            "      does not report errors for simple value usage:       OK",
+            "        collectSymbolsAndTypes surfaces parse errors:        OK (0.02s)",
         ] {
             assert!(reports_pass(pass), "{pass}");
         }
@@ -1157,6 +1179,8 @@ mod tests {
             "12:00 + a note: noon",
             "[12/200] Building CXX object src/CMakeFiles/app.dir/error.cpp.o",
             "[1/2] [sic] the failure",
+            "      reports syntax errors:                               FAIL",
+            "Status: OK",
         ] {
             assert!(!reports_pass(other), "{other}");
         }
