@@ -669,6 +669,13 @@ pub(crate) fn starts_with_timestamp(line: &str) -> bool {
     bare_timestamp(stamp) || glog_timestamp(line) || ruby_logger_timestamp(line)
 }
 
+/// Whether `line` stays visible like the error floor's lines: a floor line
+/// ([`is_floor_line`](super::relevance::is_floor_line)) or a linter's error
+/// finding that no error word marks ([`reports_lint_error`]).
+pub(crate) fn holds_floor(line: &str) -> bool {
+    super::relevance::is_floor_line(line) || reports_lint_error(line)
+}
+
 /// Whether a line is a linter's finding of error severity whose words need not say so: pylint's `E` (error) and `F`
 /// (fatal) messages — `E:197,41: Undefined variable 'phase' (undefined-variable)` in its older format,
 /// `pkg/mod.py:197:41: E0602: Undefined variable 'phase' (undefined-variable)` in its current one. They are what a

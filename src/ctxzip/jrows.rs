@@ -82,23 +82,37 @@ fn key_in(key: &str, set: &[&str]) -> bool {
 /// whole — never dropped, sampled away or written as its differences from another row: it reads as an error record,
 /// holds an error line, or holds a keep-pattern hit (`keep`).
 pub(crate) fn stays_whole(text: &str, value: Span, row: &str, keep: bool) -> bool {
-    keep || is_error_value(text, value) || row.split('\n').any(is_floor_line)
+    whole_for(text, value, row, keep) != Whole::No
 }
 
-/// Whether a row that [`stays_whole`] does so only for a warning: a status like `"severity": "WARNING"` or
-/// `"level": "warn"`, or a message with a warning word, and no keep-pattern hit, floor line or other sign of an
-/// error. A scanner's or linter's report (semgrep, SARIF) is all such rows: like a flood of warning lines, its
-/// first few show what they are, and the rest may be sampled.
-pub(crate) fn warns_only(text: &str, value: Span, row: &str, keep: bool) -> bool {
-    !keep && !error_value(text, value, false) && !row.split('\n').any(is_floor_line)
+/// Why a JSON row must be shown whole, if it must ([`whole_for`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Whole {
+    No,
+    /// Only for a warning: a status like `"severity": "WARNING"` or `"level": "warn"`, or a message with a warning
+    /// word, and no keep-pattern hit, floor line or other sign of an error. A scanner's or linter's report (semgrep,
+    /// SARIF) is all such rows: like a flood of warning lines, its first few show what they are, and the rest may be
+    /// sampled.
+    Warning,
+    /// It reads as an error record, holds an error line, or holds a keep-pattern hit (`keep`).
+    Error,
 }
 
-/// Whether the JSON value at `span` (already validated) reads like an error record.
-pub(crate) fn is_error_value(text: &str, span: Span) -> bool {
-    error_value(text, span, true)
+/// Why the row at `value` (written as `row`) must be shown whole. The value is read once for any error sign, and
+/// a second time, without warnings, only when it has one.
+pub(crate) fn whole_for(text: &str, value: Span, row: &str, keep: bool) -> Whole {
+    if keep || row.split('\n').any(is_floor_line) {
+        return Whole::Error;
+    }
+    match error_value(text, value, true) {
+        false => Whole::No,
+        true if error_value(text, value, false) => Whole::Error,
+        true => Whole::Warning,
+    }
 }
 
-/// [`is_error_value`], with `warnings`: whether a warning's status or words count as an error.
+/// Whether the JSON value at `span` (already validated) reads like an error record; with `warnings`, a warning's
+/// status or words count as an error too.
 fn error_value(text: &str, span: Span, warnings: bool) -> bool {
     let b = text.as_bytes();
     // Per open container: the key that governs values directly inside it.
@@ -263,12 +277,13 @@ mod tests {
     use super::*;
 
     fn err(t: &str) -> bool {
-        is_error_value(
+        error_value(
             t,
             Span {
                 start: 0,
                 end: t.len(),
             },
+            true,
         )
     }
 

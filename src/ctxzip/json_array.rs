@@ -11,7 +11,7 @@
 
 use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
-use super::jrows::{status_key, status_value, stays_whole, warns_only};
+use super::jrows::{Whole, status_key, status_value, whole_for};
 use super::jscan::{Member, Span, array_items, scan_string};
 use super::json_delta::{Reference, reduce_row};
 use super::json_object::compress_value;
@@ -103,11 +103,14 @@ pub(crate) fn compress_container(
     for (i, e) in elems.iter().enumerate() {
         let hits = ctx.matcher.scan(&b[e.whole.start..e.whole.end]);
         let row = &text[e.whole.start..e.whole.end];
-        let protect = stays_whole(text, e.value, row, hits.keep)
-            && (!warns_only(text, e.value, row, hits.keep) || {
+        let protect = match whole_for(text, e.value, row, hits.keep) {
+            Whole::No => false,
+            Whole::Error => true,
+            Whole::Warning => {
                 warnings += 1;
                 warnings <= head
-            });
+            }
+        };
         if protect {
             marks[i] = Mark::Protect;
         } else if hits.query != 0 {

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap as FastMap;
 use rustc_hash::FxHashSet as FastSet;
 
 use super::regions;
-use super::relevance::{Hits, is_error_line, is_floor_line, selective_terms};
+use super::relevance::{Hits, is_error_line, selective_terms};
 use super::truncate::LONG_LINE;
 use super::{Ctx, Tally};
 use render::render;
@@ -243,7 +243,7 @@ struct Rec<'a> {
 const ERROR: u8 = 1;
 /// A keep-pattern hit.
 const KEEP: u8 = 2;
-/// The error floor ([`is_floor_line`]): kept as the exact line, without context.
+/// The error floor ([`is_floor_line`](super::relevance::is_floor_line)): kept as the exact line, without context.
 const FLOOR: u8 = 4;
 /// A later entry of pytest's warnings summary ([`regions::warnings_summary_rest`]): the tail does not keep it.
 const REPEATED_WARNING: u8 = 8;
@@ -280,7 +280,7 @@ pub(crate) fn compress_with(
         if is_error_line(r.text) && !regions::reports_pass(r.text) {
             flags[i] |= ERROR;
         }
-        if is_floor_line(r.text) || super::detect::reports_lint_error(r.text) {
+        if super::detect::holds_floor(r.text) {
             flags[i] |= FLOOR;
         }
         if !ctx.matcher.is_empty() {

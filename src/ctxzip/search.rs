@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as FastMap;
 
 use super::detect::search_path;
 use super::lines::WarningBudget;
-use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, is_floor_line, selective_terms};
+use super::relevance::{MAX_ERROR_LINE_BYTES, is_error_line, selective_terms};
 use super::truncate::{LONG_LINE, shorten};
 use super::{Ctx, Tally, Unit};
 
@@ -47,7 +47,7 @@ pub(crate) fn compress(text: &str, ctx: &Ctx, tally: &mut Tally) -> Option<Strin
     let mut warnings = WarningBudget::default();
     for (i, line) in lines.iter().enumerate() {
         let hits = ctx.matcher.scan(line.as_bytes());
-        let floor = is_floor_line(line) || super::detect::reports_lint_error(line);
+        let floor = super::detect::holds_floor(line);
         protected[i] = hits.keep || floor || (is_error_line(line) && warnings.admit(line));
         score[i] = hits.query;
         let Some(path) = search_path(line) else {
