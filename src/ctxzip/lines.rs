@@ -660,7 +660,9 @@ const RUN_LAST: usize = 2;
 
 /// What makes lines one run for [`thin_runs`] and [`ends`]: the word they begin with ([`lead_word`]), or, for lines
 /// that begin with none, that each reports a test that passed ([`regions::reports_pass`]: pytest's
-/// `tests/test_cli.py::test_help PASSED`, prove's `t/10_base.t ...... ok`, Mocha's `✓ adds a tag`).
+/// `tests/test_cli.py::test_help PASSED`, prove's `t/10_base.t ...... ok`, Mocha's `✓ adds a tag`) or is Go's
+/// `=== RUN` line between two such verdicts (a failing test's lines are an error region, kept whatever run they
+/// stand in).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RunKey<'t> {
     Word(&'t str),
@@ -668,9 +670,9 @@ enum RunKey<'t> {
 }
 
 fn run_key(line: &str) -> Option<RunKey<'_>> {
-    lead_word(line)
-        .map(RunKey::Word)
-        .or_else(|| regions::reports_pass(line).then_some(RunKey::Pass))
+    lead_word(line).map(RunKey::Word).or_else(|| {
+        (regions::reports_pass(line) || regions::opens_go_test(line)).then_some(RunKey::Pass)
+    })
 }
 
 /// Log levels: lines that begin with one each say something of their own (a program's debug trace), unlike
@@ -706,10 +708,25 @@ fn thin_runs(recs: &[Rec<'_>], keep: &mut [bool]) {
         while end < n && keep[end] && run_key(recs[end].text) == Some(word) {
             end += 1;
         }
-        if end - i >= MIN_RUN {
-            keep[i + RUN_FIRST..end - RUN_LAST]
+        // The run may go on in lines the head or tail left out (a head cut at its line count inside forty
+        // `=== RUN`/`--- PASS` lines): its first and last lines are then the whole run's, not the kept part's, so
+        // the head does not show two lines from the middle of it between two markers.
+        let continues = |j: usize| !keep[j] && run_key(recs[j].text) == Some(word);
+        let mut first = i;
+        while first > 0 && continues(first - 1) {
+            first -= 1;
+        }
+        let mut last = end;
+        while last < n && continues(last) {
+            last += 1;
+        }
+        if last - first >= MIN_RUN {
+            let shown = first + RUN_FIRST..last - RUN_LAST;
+            keep[i..end]
                 .iter_mut()
-                .for_each(|k| *k = false);
+                .zip(i..end)
+                .filter(|(_, j)| shown.contains(j))
+                .for_each(|(k, _)| *k = false);
         }
         i = end;
     }

@@ -670,6 +670,48 @@ fn a_run_of_passing_tests_keeps_its_first_and_last_few() {
     assert!(!out.contains("test_case_14 PASSED"), "{out}");
 }
 
+/// `go test -v` of a passing package: forty `=== RUN` / `--- PASS:` pairs, one run. The head is cut by its line
+/// count inside the run and the tail starts inside it, so the run's first and last lines are the whole run's: one
+/// marker stands for its middle, not two around two lines of it.
+#[test]
+fn a_run_that_goes_on_past_the_head_keeps_only_its_own_first_and_last_lines() {
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&format!(
+            "=== RUN   TestCase{i:02}\n--- PASS: TestCase{i:02} (0.00s)\n"
+        ));
+    }
+    text.push_str("PASS\nok  \texample.com/pkg\t0.012s\n");
+    let out = super::super::logs::compress(&text, &ctx(&[], &[]), &mut Tally::default())
+        .unwrap_or_default();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some("=== RUN   TestCase00"),
+        "{out}"
+    );
+    assert_eq!(find_markers(&out).len(), 1, "{out}");
+    for kept in [
+        "--- PASS: TestCase00 ",
+        "--- PASS: TestCase39 ",
+        "PASS",
+        "ok  ",
+    ] {
+        assert!(out.contains(kept), "{kept}: {out}");
+    }
+    // Nothing from the run's middle: the head's last lines and the tail's first are inside it.
+    for dropped in [
+        "TestCase02",
+        "TestCase10",
+        "TestCase11",
+        "TestCase30",
+        "TestCase37",
+    ] {
+        assert!(!out.contains(dropped), "{dropped}: {out}");
+    }
+    assert!(lines.len() <= 9, "{out}");
+}
+
 #[test]
 fn a_kept_line_of_a_git_log_keeps_its_commit_line() {
     let mut text = String::new();
