@@ -454,6 +454,7 @@ fn select(
         .filter(|&i| keep[i] && flags[i] & (ERROR | FLOOR) != 0)
         .map(|i| recs[i].text)
         .collect();
+    let chatter = chatter_words(recs);
     for i in 0..n {
         if flags[i] & KEEP != 0 {
             keep[i] = true;
@@ -517,10 +518,15 @@ fn select(
         // diagnostic of its own, kept or left to the marker by its own count and kind. It also ends at a log's
         // next timestamped record: what a compiler or a runtime prints under an error (its location, notes,
         // frames) carries no timestamp of its own, while the next record of a service's log is another event.
+        // And at the tool's next progress line (cppcheck's `Checking src/b.c ...`, cargo's `Compiling b`): a line
+        // that begins with a word many lines begin with, other than the error line's own, is the run's next step.
+        let own = lead_word(recs[i].text);
         let next = (i + 1..(i + 1 + p.after).min(n))
             .find(|&j| {
                 flags[j] & (ERROR | FLOOR) != 0
                     || super::detect::starts_with_timestamp(recs[j].text)
+                    || lead_word(recs[j].text)
+                        .is_some_and(|w| Some(w) != own && chatter.contains(w))
             })
             .unwrap_or((i + 1 + p.after).min(n));
         let after = mark_context(&mut keep, recs, &repeated, (i + 1)..next, &mut context_left);
@@ -693,6 +699,38 @@ fn lead_word(line: &str) -> Option<&str> {
         && !LEVEL_WORDS.iter().any(|l| letters.eq_ignore_ascii_case(l)))
     .then_some(word)
 }
+
+/// The words that begin many of an output's lines ([`lead_word`]; at least [`MIN_RUN`] lines and a tenth of them),
+/// some of them in a row ([`CHATTER_RUN`]): a tool's progress lines, each the next step of the run (cppcheck's
+/// `Checking a.c ...`, `Checking a.c: _WIN32...`). A word that begins many lines but never two in a row is a part
+/// of each diagnostic (hlint's `Found:` and `Perhaps:` under each hint), no next step.
+fn chatter_words<'t>(recs: &[Rec<'t>]) -> FastSet<&'t str> {
+    // Per word: lines it begins, and its longest run of consecutive lines.
+    let mut counts: FastMap<&str, (usize, usize)> = FastMap::default();
+    let mut run: Option<(&str, usize)> = None;
+    for r in recs {
+        let word = lead_word(r.text);
+        run = match (word, run) {
+            (Some(w), Some((last, k))) if w == last => Some((w, k + 1)),
+            (Some(w), _) => Some((w, 1)),
+            (None, _) => None,
+        };
+        if let Some((w, k)) = run {
+            let entry = counts.entry(w).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 = entry.1.max(k);
+        }
+    }
+    let least = MIN_RUN.max(recs.len() / 10);
+    counts
+        .into_iter()
+        .filter(|&(_, (lines, longest))| lines >= least && longest >= CHATTER_RUN)
+        .map(|(w, _)| w)
+        .collect()
+}
+
+/// Consecutive lines a word must begin somewhere for [`chatter_words`].
+const CHATTER_RUN: usize = 3;
 
 /// Unkeeps the middle of each run of [`MIN_RUN`] or more kept lines that begin with the same word. Error lines,
 /// keep-pattern and query lines, and error regions are marked afterwards, so they stay whatever run they are in.

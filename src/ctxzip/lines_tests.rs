@@ -712,6 +712,64 @@ fn a_run_that_goes_on_past_the_head_keeps_only_its_own_first_and_last_lines() {
     assert!(lines.len() <= 9, "{out}");
 }
 
+/// cppcheck checks each file under each configuration, one `Checking …` line each: the lines after an error are
+/// the next configuration's, not the error's context. A word that begins every diagnostic's own lines but never two
+/// in a row (hlint's `Found:` / `Perhaps:`) is the diagnostic's.
+#[test]
+fn a_tools_next_progress_line_ends_an_errors_context() {
+    let mut text = String::new();
+    for f in 0..30 {
+        text.push_str(&format!("Checking src/m{f}.c ...\n"));
+        for cfg in ["_MSC_VER", "_WIN32", "__GNUC__"] {
+            text.push_str(&format!("Checking src/m{f}.c: {cfg}...\n"));
+            if f == 14 && cfg == "_WIN32" {
+                text.push_str(&format!(
+                    "src/m{f}.c:102:13: error: Memory leak: root [memleak]\n            root = clean;\n            ^\n"
+                ));
+            }
+        }
+        text.push_str(&format!(
+            "{}/30 files checked {}% done\n",
+            f + 1,
+            (f + 1) * 100 / 30
+        ));
+    }
+    let out = super::super::logs::compress(&text, &ctx(&[], &[]), &mut Tally::default())
+        .unwrap_or_default();
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("Memory leak"))
+        .unwrap_or(0);
+    assert!(at > 0, "{out}");
+    // The diagnostic's code and caret stay; the next `Checking` line is behind the marker.
+    assert_eq!(
+        lines.get(at + 1).copied(),
+        Some("            root = clean;"),
+        "{out}"
+    );
+    assert_eq!(lines.get(at + 2).copied(), Some("            ^"), "{out}");
+    assert!(!out.contains("Checking src/m14.c: __GNUC__..."), "{out}");
+    assert!(
+        lines
+            .get(at + 3)
+            .is_some_and(|l| l.starts_with("<<ctxzip:")),
+        "{out}"
+    );
+
+    let progress: Vec<Rec<'_>> = text.lines().map(|t| Rec { text: t, count: 1 }).collect();
+    assert!(chatter_words(&progress).contains("Checking"));
+    // hlint: each hint's `Found:` and `Perhaps:` lines are many, but never two in a row.
+    let mut hints = String::new();
+    for k in 0..16 {
+        hints.push_str(&format!(
+            "src/M{k}.hs:{k}:5: Warning: Use f{k}\nFound:\n  (foo{k})\nPerhaps:\n  foo{k}\n\n"
+        ));
+    }
+    let recs_of_hints: Vec<Rec<'_>> = hints.lines().map(|t| Rec { text: t, count: 1 }).collect();
+    assert!(chatter_words(&recs_of_hints).is_empty());
+}
+
 #[test]
 fn a_kept_line_of_a_git_log_keeps_its_commit_line() {
     let mut text = String::new();
