@@ -393,8 +393,16 @@ fn select(
     }
     // A failing run's last lines are its verdict and the summary above it; pytest prints its warnings summary just
     // before those, and its later entries, noise in the body, are noise in the tail too.
+    // A long line the tail shows again further down is read there too: MSBuild's list under `Build FAILED.` is
+    // as long as the tail, whose first lines then reach back into the same diagnostics printed during the build.
+    // Not a table's rule (`├────┼────┤` between every two rows): that is the table's shape, not something said.
+    let mut below: FastSet<&str> = FastSet::default();
     for i in tail {
-        keep[i] = flags[i] & REPEATED_WARNING == 0;
+        let text = recs[i].text;
+        let again = text.len() >= MIN_SHOWN_AGAIN
+            && text.bytes().any(|b| b.is_ascii_alphanumeric())
+            && !below.insert(text);
+        keep[i] = flags[i] & REPEATED_WARNING == 0 && !again;
     }
     if p.thin_runs {
         thin_runs(recs, &mut keep);

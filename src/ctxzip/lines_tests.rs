@@ -1074,6 +1074,41 @@ fn head_lines_the_tail_shows_again_are_left_to_it() {
     );
 }
 
+/// With nine errors the tail reaches back past `Build FAILED.` into the errors printed during the build: those
+/// copies are left to the summary's too. A table's rule line, the same between every two rows, stays each time.
+#[test]
+fn lines_the_tail_shows_again_further_down_are_left_to_that_copy() {
+    let (errors, text) = msbuild_failure(9);
+    let out = compress_failing(&text, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+    for e in &errors {
+        assert_eq!(out.matches(e.as_str()).count(), 1, "{e}\n{out}");
+    }
+    assert!(out.contains("Build FAILED.\n"), "{out}");
+
+    let rule = format!("├{}┼{}┤", "─".repeat(30), "─".repeat(60));
+    let mut table = String::from("Vulnerabilities found: 6\n");
+    for k in 0..6 {
+        table.push_str(&format!(
+            "│ CVE-2024-{k:04} │ {:58} │\n{rule}\n",
+            format!("a package {k}")
+        ));
+    }
+    for k in 0..40 {
+        table.push_str(&format!("scanned package-{k}\n"));
+    }
+    let mut tail = String::new();
+    for k in 0..6 {
+        tail.push_str(&format!(
+            "│ CVE-2025-{k:04} │ {:58} │\n{rule}\n",
+            format!("another package {k}")
+        ));
+    }
+    table.push_str(&tail);
+    table.push_str("6 failed checks\n");
+    let out = compress_failing(&table, &ctx(&[], &[]), &mut Tally::default()).unwrap_or_default();
+    assert!(out.contains(&tail), "{out}");
+}
+
 /// In a log, the record above an error record is another event, no context of it: a client that logs
 /// `Successfully authenticated` before each request keeps that line only where the head or tail shows it.
 #[test]
