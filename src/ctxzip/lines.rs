@@ -381,28 +381,28 @@ fn select(
     let mut repeated = vec![false; if p.regions == Regions::None { 0 } else { n }];
     let mut why = vec![0u8; repeated.len()];
     let tail: Vec<usize> = ends(recs, (n.saturating_sub(p.tail)..n).rev(), TAIL_BYTES).collect();
-    // A long head line the tail shows again is read there: MSBuild lists every warning and error a second time
-    // under `Build FAILED.`, and the head would show the first of them twice.
-    let again: FastSet<&str> = tail
+    // A long line the tail shows again is read there, the last copy: MSBuild lists every warning and error a second
+    // time under `Build FAILED.`, and the head would show the first of them twice; when that list is as long as the
+    // tail, the tail's first lines reach back into the same diagnostics printed during the build. One pass over the
+    // tail, from its last line, gathers the long lines it shows and marks those it shows again further down — not a
+    // table's rule (`├────┼────┤` between every two rows): that is the table's shape, not something said.
+    let mut again: FastSet<&str> = FastSet::default();
+    let shown_below: Vec<bool> = tail
         .iter()
-        .map(|&i| recs[i].text)
-        .filter(|t| t.len() >= MIN_SHOWN_AGAIN)
+        .map(|&i| {
+            let text = recs[i].text;
+            text.len() >= MIN_SHOWN_AGAIN
+                && !again.insert(text)
+                && text.bytes().any(|b| b.is_ascii_alphanumeric())
+        })
         .collect();
     for i in ends(recs, 0..n.min(p.head), HEAD_BYTES) {
         keep[i] = !again.contains(recs[i].text);
     }
     // A failing run's last lines are its verdict and the summary above it; pytest prints its warnings summary just
     // before those, and its later entries, noise in the body, are noise in the tail too.
-    // A long line the tail shows again further down is read there too: MSBuild's list under `Build FAILED.` is
-    // as long as the tail, whose first lines then reach back into the same diagnostics printed during the build.
-    // Not a table's rule (`├────┼────┤` between every two rows): that is the table's shape, not something said.
-    let mut below: FastSet<&str> = FastSet::default();
-    for i in tail {
-        let text = recs[i].text;
-        let again = text.len() >= MIN_SHOWN_AGAIN
-            && text.bytes().any(|b| b.is_ascii_alphanumeric())
-            && !below.insert(text);
-        keep[i] = flags[i] & REPEATED_WARNING == 0 && !again;
+    for (&i, below) in tail.iter().zip(shown_below) {
+        keep[i] = flags[i] & REPEATED_WARNING == 0 && !below;
     }
     if p.thin_runs {
         thin_runs(recs, &mut keep);
@@ -462,7 +462,8 @@ fn select(
         .filter(|&i| keep[i] && flags[i] & (ERROR | FLOOR) != 0)
         .map(|i| recs[i].text)
         .collect();
-    let chatter = chatter_words(recs);
+    // Read once, and only when an error line's context is looked at.
+    let mut chatter: Option<FastSet<&str>> = None;
     for i in 0..n {
         if flags[i] & KEEP != 0 {
             keep[i] = true;
@@ -529,6 +530,7 @@ fn select(
         // And at the tool's next progress line (cppcheck's `Checking src/b.c ...`, cargo's `Compiling b`): a line
         // that begins with a word many lines begin with, other than the error line's own, is the run's next step.
         let own = lead_word(recs[i].text);
+        let chatter = chatter.get_or_insert_with(|| chatter_words(recs));
         let next = (i + 1..(i + 1 + p.after).min(n))
             .find(|&j| {
                 flags[j] & (ERROR | FLOOR) != 0
@@ -767,12 +769,11 @@ fn thin_runs(recs: &[Rec<'_>], keep: &mut [bool]) {
             last += 1;
         }
         if last - first >= MIN_RUN {
-            let shown = first + RUN_FIRST..last - RUN_LAST;
-            keep[i..end]
-                .iter_mut()
-                .zip(i..end)
-                .filter(|(_, j)| shown.contains(j))
-                .for_each(|(k, _)| *k = false);
+            // The run's middle, as far as this kept part of it reaches.
+            let (from, to) = (i.max(first + RUN_FIRST), end.min(last - RUN_LAST));
+            if from < to {
+                keep[from..to].fill(false);
+            }
         }
         i = end;
     }
